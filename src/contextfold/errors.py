@@ -1,0 +1,53 @@
+"""The one exception hierarchy of contextfold.
+
+::
+
+    ContextFoldError
+    ├── ConfigError            the caller's mistake (bad policy numbers, unknown model string)
+    ├── ValidationError        bad input: not a valid message, too large, invalid text
+    ├── SummarizationError     a fold's summarizer failed (cause attached)
+    ├── ConflictError          the session changed under a fold (CAS lost); nothing was written
+    └── StorageError           the store failed; nothing half-written
+
+Errors raised by libraries underneath (sqlite3, psycopg, provider SDKs) are translated at
+the boundary with ``raise ... from exc`` so ``__cause__`` keeps the original.
+Messages name the offending value with ``!r`` and, where there is one, the next step.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "ConflictError",
+    "ContextFoldError",
+    "StorageError",
+    "SummarizationError",
+    "ValidationError",
+]
+
+
+class ContextFoldError(Exception):
+    """Root of every error contextfold raises on purpose."""
+
+
+class ConfigError(ContextFoldError):
+    """The caller configured something impossible (bad numbers, unknown names, missing extra)."""
+
+
+class ValidationError(ContextFoldError, ValueError):
+    """Input that is not a valid message or sequence of messages; nothing was written."""
+
+
+class SummarizationError(ContextFoldError):
+    """A summarizer failed or produced unusable output; the session is unchanged.
+
+    ``__cause__`` holds the original error (provider error, bad output) when there is one.
+    """
+
+
+class ConflictError(ContextFoldError):
+    """The session changed under a fold (compare-and-set lost); nothing was written."""
+
+
+class StorageError(ContextFoldError):
+    """The store failed; the transaction was rolled back, nothing is half-written."""

@@ -1,0 +1,464 @@
+"""Provider-neutral chat messages, their validation, and OpenAI chat-completions conversion.
+
+Everything here is pure: no I/O, deterministic. A :class:`Message` that exists is valid on
+its own (role, text, metadata); :func:`check_sequence` checks what only a sequence can get
+wrong (tool results without their call, a call answered twice, a turn while calls are
+pending). Both raise :class:`~contextfold.errors.ValidationError` and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Literal, Union, cast, get_args
+
+from .errors import ValidationError
+
+__all__ = [
+    "DEFAULT_MAX_MESSAGE_CHARS",
+    "MediaPart",
+    "Message",
+    "Part",
+    "Role",
+    "StoredMessage",
+    "TextPart",
+    "ToolCall",
+    "check_sequence",
+    "coerce_message",
+    "render_text",
+]
+
+Role = Literal["system", "user", "assistant", "tool"]
+ROLES: frozenset[str] = frozenset(get_args(Role))
+MediaKind = Literal["image", "audio", "file"]
+
+#: Default cap on one message's text, in characters (configurable on ``Memory``).
+DEFAULT_MAX_MESSAGE_CHARS = 1_000_000
+_MAX_METADATA_DEPTH = 32
+_MAX_METADATA_CHARS = 64_000
+_MAX_NAME_CHARS = 256
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_OPENAI_NAME_BAD = re.compile(r"[^a-zA-Z0-9_-]")
+
+JSONValue = Union[None, bool, int, float, str, list["JSONValue"], dict[str, "JSONValue"]]
+
+
+def check_text(text: object, what: str, max_chars: int = DEFAULT_MAX_MESSAGE_CHARS) -> str:
+    """Return ``text`` if it is storable text, else raise ``ValidationError``.
+
+    Rejects non-strings, NUL characters and lone surrogates (they cannot be encoded as
+    UTF-8, so no store and no provider would take them). Zero-width and bidi characters
+    are valid text and pass unchanged.
+    """
+    if not isinstance(text, str):
+        raise ValidationError(f"{what} must be a string, got {type(text).__name__}: {text!r:.80}")
+    if len(text) > max_chars:
+        raise ValidationError(
+            f"{what} has {len(text):,} characters, over the cap of {max_chars:,}; "
+            "split it or raise max_message_chars"
+        )
+    if "\x00" in text:
+        raise ValidationError(f"{what} contains a NUL character at index {text.index(chr(0))}")
+    bad = _SURROGATE.search(text)
+    if bad is not None:
+        raise ValidationError(
+            f"{what} contains a lone surrogate {bad.group()!r} at index {bad.start()}; "
+            "it is not valid Unicode text"
+        )
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class TextPart:
+    """A text content part."""
+
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class MediaPart:
+    """A non-text part (image, audio, file), kept exactly as the provider dict it came as.
+
+    It is stored unchanged and reaches summarizers only as a typed placeholder
+    (``[image]``), never as its payload.
+    """
+
+    kind: MediaKind
+    data: Mapping[str, Any]
+    type: Literal["media"] = "media"
+
+    def placeholder(self) -> str:
+        inner = self.data.get(self.data.get("type", ""), {})
+        name = inner.get("filename") if isinstance(inner, Mapping) else None
+        return f"[{self.kind}: {name}]" if isinstance(name, str) and name else f"[{self.kind}]"
+
+
+Part = Union[TextPart, MediaPart]
+_MEDIA_TYPES: dict[str, MediaKind] = {
+    "image_url": "image",
+    "image": "image",
+    "input_image": "image",
+    "input_audio": "audio",
+    "audio": "audio",
+    "file": "file",
+    "input_file": "file",
+    "document": "file",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One function call requested by an assistant message."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+    def __post_init__(self) -> None:
+        for attr in ("id", "name"):
+            value = getattr(self, attr)
+            if not isinstance(value, str) or not value.strip():
+                raise ValidationError(f"tool call {attr} must be a non-empty string, got {value!r}")
+            check_text(value, f"tool call {attr}", 512)
+        if isinstance(self.arguments, Mapping):
+            object.__setattr__(self, "arguments", _dump_json(self.arguments, "tool arguments"))
+        check_text(self.arguments, "tool call arguments")
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A provider-neutral chat message.
+
+    ``content`` is a string or a tuple of parts. ``id`` is an optional client message id:
+    a store keeps at most one message per (session, id), so retrying an acknowledged
+    append does not duplicate it. ``timestamp`` is normalised to an aware UTC datetime
+    (naive datetimes are taken as UTC). Construction validates; an invalid message
+    cannot exist.
+    """
+
+    role: Role
+    content: str | tuple[Part, ...] = ""
+    name: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    timestamp: datetime | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    id: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValidationError(f"unknown role {self.role!r}; expected one of {sorted(ROLES)}")
+        content = self.content
+        if content is None:
+            content = ""
+        if isinstance(content, list):
+            content = tuple(content)
+        if isinstance(content, tuple):
+            for part in content:
+                if isinstance(part, TextPart):
+                    check_text(part.text, "text part")
+                elif not isinstance(part, MediaPart):
+                    raise ValidationError(f"content part must be TextPart or MediaPart: {part!r:.80}")
+        else:
+            check_text(content, f"{self.role} message content")
+        object.__setattr__(self, "content", content)
+        if self.name is not None:
+            check_text(self.name, "message name", _MAX_NAME_CHARS)
+            if not self.name.strip():
+                raise ValidationError("message name must not be blank")
+        calls = tuple(self.tool_calls)
+        if calls and self.role != "assistant":
+            raise ValidationError(f"only assistant messages carry tool_calls, not {self.role!r}")
+        for call in calls:
+            if not isinstance(call, ToolCall):
+                raise ValidationError(f"tool_calls must hold ToolCall objects: {call!r:.80}")
+        ids = [c.id for c in calls]
+        if len(set(ids)) != len(ids):
+            raise ValidationError(f"duplicate tool call ids in one message: {ids!r}")
+        object.__setattr__(self, "tool_calls", calls)
+        if self.role == "tool":
+            if not isinstance(self.tool_call_id, str) or not self.tool_call_id.strip():
+                raise ValidationError("a tool message needs the tool_call_id of the call it answers")
+            check_text(self.tool_call_id, "tool_call_id", 512)
+        elif self.tool_call_id is not None:
+            raise ValidationError(f"only tool messages carry tool_call_id, not {self.role!r}")
+        object.__setattr__(self, "timestamp", _coerce_timestamp(self.timestamp))
+        object.__setattr__(self, "metadata", _check_metadata(self.metadata))
+        if self.id is not None:
+            check_text(self.id, "message id", 512)
+            if not self.id:
+                raise ValidationError("message id must not be empty")
+
+    @property
+    def text(self) -> str:
+        """The message as plain text; non-text parts become placeholders like ``[image]``."""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(
+            p.text if isinstance(p, TextPart) else p.placeholder() for p in self.content
+        )
+
+    # -- OpenAI chat-completions conversion ------------------------------------------------
+
+    def to_openai(self) -> dict[str, Any]:
+        """This message as an OpenAI chat-completions dict (provider-ready, no extras)."""
+        out: dict[str, Any] = {"role": self.role}
+        if isinstance(self.content, str):
+            out["content"] = self.content
+        else:
+            out["content"] = [
+                {"type": "text", "text": p.text} if isinstance(p, TextPart) else dict(p.data)
+                for p in self.content
+            ]
+        if self.role == "assistant" and self.tool_calls:
+            out["tool_calls"] = [c.to_openai() for c in self.tool_calls]
+            if out["content"] == "":
+                out["content"] = None
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        if self.name is not None and self.role in ("user", "assistant", "system"):
+            out["name"] = _OPENAI_NAME_BAD.sub("_", self.name)[:64]
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """Lossless JSON-ready dict: the OpenAI form plus ``timestamp``, ``metadata``, ``id``."""
+        out = self.to_openai()
+        if self.name is not None:
+            out["name"] = self.name
+        if self.timestamp is not None:
+            out["timestamp"] = self.timestamp.isoformat()
+        if self.metadata:
+            out["metadata"] = dict(self.metadata)
+        if self.id is not None:
+            out["id"] = self.id
+        return out
+
+    @classmethod
+    def from_openai(cls, data: Mapping[str, Any]) -> Message:
+        """Parse an OpenAI chat-completions message dict (plus optional ``timestamp``,
+        ``metadata``, ``id``). Anything else raises ``ValidationError``."""
+        if not isinstance(data, Mapping):
+            raise ValidationError(f"a message must be a mapping, got {type(data).__name__}")
+        known = {"role", "content", "name", "tool_calls", "tool_call_id", "timestamp",
+                 "metadata", "id", "refusal", "function_call", "audio", "annotations"}
+        unknown = sorted(str(k) for k in data if k not in known)
+        if unknown:
+            raise ValidationError(f"unknown message fields {unknown!r}")
+        if data.get("function_call") is not None:
+            raise ValidationError("legacy function_call messages are not supported; use tool_calls")
+        role = data.get("role")
+        if role == "developer":
+            role = "system"
+        if not isinstance(role, str) or role not in ROLES:
+            raise ValidationError(f"unknown role {role!r}; expected one of {sorted(ROLES)}")
+        raw_calls = data.get("tool_calls") or ()
+        if not isinstance(raw_calls, (list, tuple)):
+            raise ValidationError(f"tool_calls must be a list, got {type(raw_calls).__name__}")
+        return cls(
+            role=cast(Role, role),
+            content=_parse_content(data.get("content")),
+            name=data.get("name"),
+            tool_calls=tuple(_parse_tool_call(c) for c in raw_calls),
+            tool_call_id=data.get("tool_call_id"),
+            timestamp=data.get("timestamp"),
+            metadata=data.get("metadata") or {},
+            id=data.get("id"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    """A message as the store holds it: its per-session ``seq``, cached token count, and
+    whether it has been folded into the summary (archive retention keeps folded rows)."""
+
+    seq: int
+    message: Message
+    tokens: int
+    folded: bool = False
+
+    @property
+    def role(self) -> Role:
+        return self.message.role
+
+    @property
+    def text(self) -> str:
+        return self.message.text
+
+
+def coerce_message(value: Message | Mapping[str, Any]) -> Message:
+    """Accept a :class:`Message` or an OpenAI-style dict; anything else is a ValidationError."""
+    if isinstance(value, Message):
+        return value
+    if isinstance(value, Mapping):
+        return Message.from_openai(value)
+    raise ValidationError(f"expected a Message or a dict, got {type(value).__name__}: {value!r:.80}")
+
+
+def render_text(message: Message) -> str:
+    """One line-oriented rendering for summarizers: tool calls as ``name(args)``, media as
+    placeholders. Never includes media payloads."""
+    text = message.text
+    if message.tool_calls:
+        calls = "; ".join(f"{c.name}({c.arguments})" for c in message.tool_calls)
+        text = f"{text}\n[tool calls: {calls}]" if text else f"[tool calls: {calls}]"
+    return text
+
+
+def check_sequence(messages: Iterable[Message], pending: Iterable[str] = ()) -> tuple[str, ...]:
+    """Check that ``messages`` may follow a session whose unanswered tool calls are
+    ``pending``; return the calls still unanswered afterwards, in call order.
+
+    Rules (those OpenAI and Anthropic enforce): a tool result answers a pending call,
+    once; while calls are pending only tool results may come; an assistant message may
+    not reuse a pending call id. Pending calls at the end are allowed: their results
+    may arrive in a later append.
+    """
+    open_calls = list(pending)
+    for i, msg in enumerate(messages):
+        if msg.role == "tool":
+            if msg.tool_call_id not in open_calls:
+                raise ValidationError(
+                    f"message {i}: tool result for {msg.tool_call_id!r} answers no pending "
+                    f"tool call (pending: {open_calls!r}); it is an orphan or answered twice"
+                )
+            open_calls.remove(msg.tool_call_id)
+            continue
+        if open_calls:
+            raise ValidationError(
+                f"message {i}: a {msg.role} message cannot come while tool calls "
+                f"{open_calls!r} are unanswered; append their tool results first"
+            )
+        open_calls.extend(c.id for c in msg.tool_calls)
+    return tuple(open_calls)
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+
+def _dump_json(value: object, what: str) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"{what} must be JSON-serialisable: {exc}") from exc
+
+
+def _check_metadata(metadata: object) -> dict[str, Any]:
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise ValidationError(f"metadata must be a mapping, got {type(metadata).__name__}")
+    _check_json(metadata, 0)
+    text = _dump_json(metadata, "metadata")
+    if len(text) > _MAX_METADATA_CHARS:
+        raise ValidationError(
+            f"metadata serialises to {len(text):,} characters, over {_MAX_METADATA_CHARS:,}"
+        )
+    return cast(dict[str, Any], json.loads(text))
+
+
+def _check_json(value: object, depth: int) -> None:
+    if depth > _MAX_METADATA_DEPTH:
+        raise ValidationError(f"metadata is nested deeper than {_MAX_METADATA_DEPTH} levels")
+    if value is None or isinstance(value, (bool, int)):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValidationError(f"metadata holds a non-finite number {value!r}")
+        return
+    if isinstance(value, str):
+        check_text(value, "metadata string", _MAX_METADATA_CHARS)
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValidationError(f"metadata keys must be strings, got {key!r:.40}")
+            check_text(key, "metadata key", 256)
+            _check_json(item, depth + 1)
+        return
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            _check_json(item, depth + 1)
+        return
+    raise ValidationError(f"metadata value {value!r:.60} of type {type(value).__name__} is not JSON")
+
+
+def _coerce_timestamp(value: object) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        ts = value
+    elif isinstance(value, str):
+        try:
+            ts = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise ValidationError(f"timestamp {value!r:.60} is not ISO 8601") from exc
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not math.isfinite(value):
+            raise ValidationError(f"timestamp {value!r} is not a finite number")
+        try:
+            ts = datetime.fromtimestamp(value, tz=timezone.utc)
+        except (OverflowError, OSError, ValueError) as exc:
+            raise ValidationError(f"timestamp {value!r} is out of range") from exc
+    else:
+        raise ValidationError(f"timestamp must be a datetime, ISO string or epoch, got {value!r:.60}")
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=timezone.utc)
+    return ts.astimezone(timezone.utc)
+
+
+def _parse_content(content: object) -> str | tuple[Part, ...]:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, (list, tuple)):
+        raise ValidationError(f"content must be a string or a list of parts, got {content!r:.80}")
+    parts: list[Part] = []
+    for raw in content:
+        if isinstance(raw, str):
+            parts.append(TextPart(check_text(raw, "text part")))
+            continue
+        if not isinstance(raw, Mapping):
+            raise ValidationError(f"content part must be a mapping, got {raw!r:.80}")
+        kind = raw.get("type")
+        if kind in ("text", "input_text", "output_text"):
+            parts.append(TextPart(check_text(raw.get("text"), "text part")))
+        elif isinstance(kind, str) and kind in _MEDIA_TYPES:
+            _check_json(raw, 0)
+            parts.append(MediaPart(_MEDIA_TYPES[kind], json.loads(_dump_json(raw, "part"))))
+        else:
+            raise ValidationError(f"unknown content part type {kind!r}")
+    return tuple(parts)
+
+
+def _parse_tool_call(raw: object) -> ToolCall:
+    if isinstance(raw, ToolCall):
+        return raw
+    if not isinstance(raw, Mapping):
+        raise ValidationError(f"tool call must be a mapping, got {raw!r:.80}")
+    fn = raw.get("function")
+    if not isinstance(fn, Mapping):
+        raise ValidationError(f"tool call needs a 'function' object: {raw!r:.80}")
+    args = fn.get("arguments", "{}")
+    if args is None:
+        args = "{}"
+    if isinstance(args, Mapping):
+        args = _dump_json(args, "tool arguments")
+    return ToolCall(id=raw.get("id"), name=fn.get("name"), arguments=args)  # type: ignore[arg-type]
+
+
+def messages_to_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Provider-ready OpenAI dicts for a list of messages."""
+    return [m.to_openai() for m in messages]

@@ -1,0 +1,421 @@
+"""Fold policies: pure code that decides *whether* to fold and *which* messages.
+
+A policy answers two questions. :meth:`Policy.triggered` looks only at the session's
+running totals (:class:`SessionStats`) and so costs O(1) per turn however long the
+session is; only when it says yes does the engine load the live messages and ask
+:meth:`Policy.plan` for the exact span. A plan always folds a prefix of the live messages
+(the oldest) and always ends at a *safe cut*: never between an assistant message with
+tool calls and its results, never over a call whose result has not arrived.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Literal, Protocol, runtime_checkable
+
+from .errors import ConfigError
+from .messages import StoredMessage
+from .tokens import REPLY_PRIMING_TOKENS
+
+__all__ = [
+    "FixedCells",
+    "FoldPlan",
+    "Idle",
+    "MessageCount",
+    "Policy",
+    "ReportedUsage",
+    "SessionStats",
+    "TokenBudget",
+    "all_of",
+    "any_of",
+    "safe_cuts",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStats:
+    """Running totals a store keeps per session, so deciding costs O(1).
+
+    ``reserved_tokens`` is what the system prompt and tool schemas cost; the engine fills
+    it in from its configuration before asking a policy.
+    """
+
+    session_id: str
+    last_seq: int = 0
+    live_count: int = 0
+    live_tokens: int = 0
+    through_seq: int = 0
+    summary_version: int = 0
+    summary_tokens: int = 0
+    pending_calls: tuple[str, ...] = ()
+    last_activity: datetime | None = None
+    reported_input_tokens: int | None = None
+    reserved_tokens: int = 0
+
+    @property
+    def context_tokens(self) -> int:
+        """Tokens of the full context: reserved + summary + every live message + priming."""
+        return self.reserved_tokens + self.summary_tokens + self.live_tokens + REPLY_PRIMING_TOKENS
+
+
+@dataclass(frozen=True, slots=True)
+class FoldPlan:
+    """What to do: fold live messages ``lo..hi`` (seqs, inclusive), or clear the session."""
+
+    lo: int
+    hi: int
+    reason: str
+    action: Literal["fold", "clear"] = "fold"
+
+    @property
+    def count(self) -> int:
+        return self.hi - self.lo + 1 if self.action == "fold" else 0
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Decides whether to fold (O(1), from stats) and which prefix of live messages."""
+
+    def triggered(self, stats: SessionStats, now: datetime) -> bool:
+        """True when the session may need a fold; must not look at messages."""
+        ...
+
+    def plan(
+        self, stats: SessionStats, live: Sequence[StoredMessage], now: datetime
+    ) -> FoldPlan | None:
+        """The fold to run now, or ``None``. ``live`` is every live message, oldest first."""
+        ...
+
+
+def safe_cuts(live: Sequence[StoredMessage]) -> list[int]:
+    """Every ``c`` (0..len) such that folding ``live[:c]`` splits no tool-call group and
+    folds no unanswered call: after ``live[:c]`` no call is open."""
+    cuts = [0]
+    open_calls: set[str] = set()
+    for i, item in enumerate(live):
+        msg = item.message
+        if msg.role == "tool" and msg.tool_call_id is not None:
+            open_calls.discard(msg.tool_call_id)
+        open_calls.update(c.id for c in msg.tool_calls)
+        if not open_calls:
+            cuts.append(i + 1)
+    return cuts
+
+
+def _cut_at_most(cuts: Sequence[int], limit: int) -> int:
+    best = 0
+    for c in cuts:
+        if c <= limit:
+            best = c
+        else:
+            break
+    return best
+
+
+def _cut_at_least(cuts: Sequence[int], need: int) -> int | None:
+    for c in cuts:
+        if c >= need:
+            return c
+    return None
+
+
+def _plan_prefix(live: Sequence[StoredMessage], cut: int, reason: str) -> FoldPlan | None:
+    if cut <= 0:
+        return None
+    return FoldPlan(lo=live[0].seq, hi=live[cut - 1].seq, reason=reason)
+
+
+def _check_int(name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class TokenBudget:
+    """Fold when the context exceeds ``max_tokens`` (high watermark); fold the oldest
+    messages until the context, counting the new summary at its cap, is at most
+    ``target`` (low watermark). The gap between the two keeps folds rare.
+
+    ``summary_max_tokens`` is the cap on the summary (default: a third of the budget);
+    ``keep_last`` messages always stay verbatim. Where it costs nothing the cut moves
+    forward so the kept part starts at a user message.
+    """
+
+    max_tokens: int
+    target: int | None = None
+    keep_last: int = 2
+    summary_max_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        _check_int("max_tokens", self.max_tokens, 16)
+        _check_int("keep_last", self.keep_last, 0)
+        if self.target is None:
+            object.__setattr__(self, "target", int(self.max_tokens * 0.7))
+        _check_int("target", self.target, 1)
+        assert self.target is not None
+        if self.target > self.max_tokens:
+            raise ConfigError(f"target ({self.target}) must be <= max_tokens ({self.max_tokens})")
+        if self.summary_max_tokens is None:
+            object.__setattr__(self, "summary_max_tokens", max(16, self.max_tokens // 3))
+        _check_int("summary_max_tokens", self.summary_max_tokens, 8)
+        assert self.summary_max_tokens is not None
+        if self.summary_max_tokens >= self.target:
+            raise ConfigError(
+                f"summary_max_tokens ({self.summary_max_tokens}) must be below target "
+                f"({self.target}), or nothing verbatim fits after a fold"
+            )
+
+    def triggered(self, stats: SessionStats, now: datetime) -> bool:
+        return stats.context_tokens > self.max_tokens
+
+    def plan(
+        self, stats: SessionStats, live: Sequence[StoredMessage], now: datetime
+    ) -> FoldPlan | None:
+        if not self.triggered(stats, now) or not live:
+            return None
+        assert self.target is not None and self.summary_max_tokens is not None
+        fixed = stats.reserved_tokens + self.summary_max_tokens + REPLY_PRIMING_TOKENS
+        allowed_live = self.target - fixed
+        limit = len(live) - self.keep_last
+        if limit <= 0:
+            return None
+        cuts = safe_cuts(live)
+        remaining = sum(m.tokens for m in live)
+        need = 0
+        while need < len(live) and remaining > allowed_live:
+            remaining -= live[need].tokens
+            need += 1
+        cut = _cut_at_least(cuts, need)
+        if cut is None or cut > limit:
+            cut = _cut_at_most(cuts, limit)
+        else:
+            # fold a little more if that lets the kept part start at a user turn
+            for c in cuts:
+                if c >= cut and c <= limit and c < len(live) and live[c].role == "user":
+                    cut = c
+                    break
+        reason = f"context {stats.context_tokens} > max_tokens {self.max_tokens}"
+        return _plan_prefix(live, cut, reason)
+
+
+@dataclass(frozen=True)
+class MessageCount:
+    """Fold when there are more than ``max_messages`` live messages and, if ``min_tokens``
+    is set, the candidates hold more than ``min_tokens`` tokens (both strictly greater).
+    The candidates are the oldest ``fold`` messages (default: all but ``keep_last``)."""
+
+    max_messages: int
+    fold: int | None = None
+    keep_last: int = 0
+    min_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        _check_int("max_messages", self.max_messages, 1)
+        _check_int("keep_last", self.keep_last, 0)
+        if self.fold is not None:
+            _check_int("fold", self.fold, 1)
+        if self.min_tokens is not None:
+            _check_int("min_tokens", self.min_tokens, 0)
+        if self.keep_last > self.max_messages:
+            raise ConfigError(
+                f"keep_last ({self.keep_last}) must be <= max_messages ({self.max_messages})"
+            )
+
+    summary_max_tokens = None
+
+    def triggered(self, stats: SessionStats, now: datetime) -> bool:
+        return stats.live_count > self.max_messages
+
+    def plan(
+        self, stats: SessionStats, live: Sequence[StoredMessage], now: datetime
+    ) -> FoldPlan | None:
+        if len(live) <= self.max_messages:
+            return None
+        limit = len(live) - self.keep_last
+        want = limit if self.fold is None else min(self.fold, limit)
+        if self.min_tokens is not None and sum(m.tokens for m in live[:want]) <= self.min_tokens:
+            return None
+        cuts = safe_cuts(live)
+        cut = _cut_at_most(cuts, want)
+        if cut == 0:
+            cut = _cut_at_least(cuts, 1) or 0
+            if cut > limit:
+                return None
+        return _plan_prefix(live, cut, f"{len(live)} live messages > max_messages {self.max_messages}")
+
+
+@dataclass(frozen=True)
+class FixedCells:
+    """Keep exactly ``k`` live messages (memory cells): fold the oldest beyond ``k``."""
+
+    k: int
+
+    def __post_init__(self) -> None:
+        _check_int("k", self.k, 0)
+
+    summary_max_tokens = None
+
+    def triggered(self, stats: SessionStats, now: datetime) -> bool:
+        return stats.live_count > self.k
+
+    def plan(
+        self, stats: SessionStats, live: Sequence[StoredMessage], now: datetime
+    ) -> FoldPlan | None:
+        over = len(live) - self.k
+        if over <= 0:
+            return None
+        cuts = safe_cuts(live)
+        cut = _cut_at_least(cuts, over)
+        if cut is None:
+            cut = _cut_at_most(cuts, over)
+        return _plan_prefix(live, cut, f"{len(live)} cells > k {self.k}")
+
+
+@dataclass(frozen=True)
+class ReportedUsage:
+    """Fold everything but the last exchange when the provider-reported input tokens of
+    the last model call exceed ``limit`` (record them with ``Memory.record_usage``)."""
+
+    limit: int
+
+    def __post_init__(self) -> None:
+        _check_int("limit", self.limit, 1)
+
+    summary_max_tokens = None
+
+    def triggered(self, stats: SessionStats, now: datetime) -> bool:
+        return stats.reported_input_tokens is not None and stats.reported_input_tokens > self.limit
+
+    def plan(
+        self, stats: SessionStats, live: Sequence[StoredMessage], now: datetime
+    ) -> FoldPlan | None:
+        if not self.triggered(stats, now) or not live:
+            return None
+        last_user = max((i for i, m in enumerate(live) if m.role == "user"), default=len(live))
+        cut = _cut_at_most(safe_cuts(live), last_user)
+        reason = f"reported input tokens {stats.reported_input_tokens} > limit {self.limit}"
+        return _plan_prefix(live, cut, reason)
+
+
+@dataclass(frozen=True)
+class Idle:
+    """After ``fold_after`` seconds without activity fold every live message (up to the
+    last safe cut); if the session stays idle ``clear_after`` seconds more, clear it."""
+
+    fold_after: float
+    clear_after: float | None = None
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.fold_after, (int, float)) and self.fold_after > 0):
+            raise ConfigError(f"fold_after must be > 0 seconds, got {self.fold_after!r}")
+        if self.clear_after is not None and not (
+            isinstance(self.clear_after, (int, float)) and self.clear_after > 0
+        ):
+            raise ConfigError(f"clear_after must be > 0 seconds, got {self.clear_after!r}")
+
+    summary_max_tokens = None
+
+    def _idle_for(self, stats: SessionStats, now: datetime) -> float:
+        if stats.last_activity is None:
+            return 0.0
+        return (now - stats.last_activity) / timedelta(seconds=1)
+
+    def due_at(self, stats: SessionStats) -> datetime | None:
+        """When this policy will next want to act, for schedulers (None: never)."""
+        if stats.last_activity is None:
+            return None
+        if stats.live_count:
+            return stats.last_activity + timedelta(seconds=self.fold_after)
+        if self.clear_after is not None and stats.summary_version:
+            return stats.last_activity + timedelta(seconds=self.fold_after + self.clear_after)
+        return None
+
+    def triggered(self, stats: SessionStats, now: datetime) -> bool:
+        due = self.due_at(stats)
+        return due is not None and now >= due
+
+    def plan(
+        self, stats: SessionStats, live: Sequence[StoredMessage], now: datetime
+    ) -> FoldPlan | None:
+        idle = self._idle_for(stats, now)
+        if live and idle >= self.fold_after:
+            cut = _cut_at_most(safe_cuts(live), len(live))
+            return _plan_prefix(live, cut, f"idle {idle:.0f}s >= fold_after {self.fold_after:g}s")
+        if (
+            not live
+            and self.clear_after is not None
+            and stats.summary_version
+            and idle >= self.fold_after + self.clear_after
+        ):
+            return FoldPlan(lo=0, hi=0, reason=f"idle {idle:.0f}s: clear", action="clear")
+        return None
+
+
+@dataclass(frozen=True)
+class _AnyOf:
+    policies: tuple[Policy, ...]
+
+    @property
+    def summary_max_tokens(self) -> int | None:
+        return _min_cap(self.policies)
+
+    def triggered(self, stats: SessionStats, now: datetime) -> bool:
+        return any(p.triggered(stats, now) for p in self.policies)
+
+    def plan(
+        self, stats: SessionStats, live: Sequence[StoredMessage], now: datetime
+    ) -> FoldPlan | None:
+        plans = [p.plan(stats, live, now) for p in self.policies if p.triggered(stats, now)]
+        found = [p for p in plans if p is not None]
+        if not found:
+            return None
+        clears = [p for p in found if p.action == "clear"]
+        if clears:
+            return clears[0]
+        widest = max(found, key=lambda p: p.hi)
+        return FoldPlan(widest.lo, widest.hi, "; ".join(p.reason for p in found))
+
+
+@dataclass(frozen=True)
+class _AllOf:
+    policies: tuple[Policy, ...]
+
+    @property
+    def summary_max_tokens(self) -> int | None:
+        return _min_cap(self.policies)
+
+    def triggered(self, stats: SessionStats, now: datetime) -> bool:
+        return all(p.triggered(stats, now) for p in self.policies)
+
+    def plan(
+        self, stats: SessionStats, live: Sequence[StoredMessage], now: datetime
+    ) -> FoldPlan | None:
+        plans = [p.plan(stats, live, now) for p in self.policies]
+        if any(p is None for p in plans) or not plans:
+            return None
+        found = [p for p in plans if p is not None]
+        narrowest = min(found, key=lambda p: p.hi)
+        return FoldPlan(narrowest.lo, narrowest.hi, " and ".join(p.reason for p in found),
+                        narrowest.action)
+
+
+def _min_cap(policies: Sequence[Policy]) -> int | None:
+    caps = [c for p in policies if (c := getattr(p, "summary_max_tokens", None)) is not None]
+    return min(caps) if caps else None
+
+
+def any_of(*policies: Policy) -> Policy:
+    """Fold when any policy fires; fold the union (the widest prefix) of their plans."""
+    if not policies:
+        raise ConfigError("any_of() needs at least one policy")
+    return _AnyOf(tuple(policies))
+
+
+def all_of(*policies: Policy) -> Policy:
+    """Fold only when every policy fires; fold the narrowest of their plans."""
+    if not policies:
+        raise ConfigError("all_of() needs at least one policy")
+    return _AllOf(tuple(policies))
