@@ -6,6 +6,7 @@
     ├── ConfigError            the caller's mistake (bad policy numbers, unknown model string)
     ├── ValidationError        bad input: not a valid message, too large, invalid text
     ├── SummarizationError     a fold's summarizer failed (cause attached)
+    ├── ProviderError          a chat-model provider call failed (``kind``, ``status``, cause)
     ├── ConflictError          the session changed under a fold (CAS lost); nothing was written
     └── StorageError           the store failed; nothing half-written
 
@@ -20,6 +21,7 @@ __all__ = [
     "ConfigError",
     "ConflictError",
     "ContextFoldError",
+    "ProviderError",
     "StorageError",
     "SummarizationError",
     "ValidationError",
@@ -43,6 +45,31 @@ class SummarizationError(ContextFoldError):
 
     ``__cause__`` holds the original error (provider error, bad output) when there is one.
     """
+
+
+class ProviderError(ContextFoldError):
+    """A chat-model provider call failed: the SDK's error translated at the boundary.
+
+    ``kind`` says what happened in provider-neutral words (``"rate_limit"``,
+    ``"timeout"``, ``"context_length"``, ``"quota"``, ...), ``status`` is the HTTP status
+    when there was one, ``retry_after`` the delay in seconds the provider asked for.
+    Whether it is worth retrying is decided in one place, ``contextfold.llm.retry``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: str,
+        provider: str = "",
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.provider = provider
+        self.status = status
+        self.retry_after = retry_after
 
 
 class ConflictError(ContextFoldError):
