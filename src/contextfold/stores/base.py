@@ -1,0 +1,178 @@
+"""The storage protocol every store implements, and the records it speaks in.
+
+A store keeps, per session: the messages (each with its ``seq`` and cached token count),
+the rolling summary (``through_seq``, ``version``), running totals for O(1) policy
+decisions (:class:`~contextfold.policy.SessionStats`), and the ledger of fold attempts.
+
+Contract (checked by :mod:`contextfold.testing.conformance` on every store):
+
+* ``append`` is atomic: it checks the sequence rules against the session's pending tool
+  calls inside its write transaction and either writes every message or none. A message
+  whose client ``id`` is already stored in the session is not written again; its existing
+  seq is returned.
+* ``commit_fold`` is one transaction guarded by compare-and-set on the summary version:
+  it succeeds only if the summary is still the one the fold started from and ``lo`` is the
+  first live seq; otherwise it raises ``ConflictError`` and writes nothing. Messages
+  appended meanwhile (higher seqs) are untouched.
+* Driver errors are translated into ``StorageError`` with ``__cause__``.
+* Invariant: live messages plus messages covered by the summary are exactly seq 1..last,
+  each once (with ``delete`` retention, "covered" means seq <= ``through_seq``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal, Protocol, runtime_checkable
+
+from ..messages import Message, StoredMessage
+from ..policy import SessionStats
+
+__all__ = [
+    "AppendResult",
+    "FoldCommit",
+    "LedgerEntry",
+    "Outcome",
+    "PreparedMessage",
+    "Retention",
+    "Store",
+    "Summary",
+]
+
+Retention = Literal["archive", "delete"]
+Outcome = Literal["committed", "failed", "conflict", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedMessage:
+    """A validated message with its token count, ready to append."""
+
+    message: Message
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """The rolling summary of everything folded so far (seq 1..``through_seq``).
+
+    ``tokens`` is what the rendered summary message costs in a context.
+    """
+
+    text: str
+    through_seq: int
+    version: int
+    tokens: int
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """Seqs given to the appended messages (in order) and the session's totals after it."""
+
+    seqs: tuple[int, ...]
+    stats: SessionStats
+    duplicates: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class FoldCommit:
+    """A fold ready to commit: replaces summary ``expected_version`` and covers ``lo..hi``."""
+
+    session_id: str
+    expected_version: int
+    lo: int
+    hi: int
+    text: str
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerEntry:
+    """One fold attempt. Holds no message content; ``error`` is a redacted one-liner."""
+
+    session_id: str
+    outcome: Outcome
+    reason: str = ""
+    lo: int = 0
+    hi: int = 0
+    messages_folded: int = 0
+    tokens_folded: int = 0
+    summary_tokens: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    calls: int = 0
+    model: str | None = None
+    latency_ms: float = 0.0
+    error_class: str | None = None
+    error: str | None = None
+    started_at: datetime | None = None
+    key: str | None = None
+    id: int | None = None
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Where sessions live. Every method is a coroutine; sync use goes through ``Memory``."""
+
+    retention: Retention
+
+    async def setup(self) -> None:
+        """Create or migrate the schema; safe to call any number of times."""
+        ...
+
+    async def append(
+        self, session_id: str, items: Sequence[PreparedMessage], now: datetime
+    ) -> AppendResult:
+        """Append atomically (see the module contract); ``now`` becomes the last activity."""
+        ...
+
+    async def stats(self, session_id: str) -> SessionStats | None:
+        """The session's running totals, or None if it does not exist."""
+        ...
+
+    async def live(self, session_id: str) -> list[StoredMessage]:
+        """Every live (not yet folded) message, oldest first."""
+        ...
+
+    async def messages(
+        self, session_id: str, *, include_folded: bool = True, after_seq: int = 0,
+        limit: int | None = None,
+    ) -> list[StoredMessage]:
+        """Stored messages with seq > ``after_seq``, oldest first (folded ones flagged)."""
+        ...
+
+    async def summary(self, session_id: str) -> Summary | None:
+        """The current summary, or None before the first fold."""
+        ...
+
+    async def commit_fold(self, commit: FoldCommit, entry: LedgerEntry) -> Summary:
+        """Commit a fold and its ledger row atomically, or raise ``ConflictError``."""
+        ...
+
+    async def record_attempt(self, entry: LedgerEntry) -> int:
+        """Record a fold attempt that did not commit; returns the ledger id."""
+        ...
+
+    async def record_usage(self, session_id: str, input_tokens: int) -> None:
+        """Remember the provider-reported input tokens of the session's last model call."""
+        ...
+
+    async def ledger(
+        self, session_id: str | None = None, *, limit: int | None = 100
+    ) -> list[LedgerEntry]:
+        """Ledger rows, newest first, for one session or all."""
+        ...
+
+    async def list_sessions(self, *, limit: int | None = 100, offset: int = 0) -> list[SessionStats]:
+        """Sessions, most recently active first."""
+        ...
+
+    async def delete(self, session_id: str, *, if_last_seq: int | None = None) -> bool:
+        """Remove a session with its messages, summary and ledger rows. With ``if_last_seq``
+        only if nothing was appended since; returns whether it deleted."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections; the store is unusable afterwards."""
+        ...

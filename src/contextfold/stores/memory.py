@@ -1,0 +1,202 @@
+"""The in-process reference store: plain dicts, same contract as every other store.
+
+Each method runs to completion without awaiting, so on one event loop every operation is
+atomic. Nothing survives the process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from ..errors import ConfigError, ConflictError
+from ..messages import StoredMessage, check_sequence
+from ..policy import SessionStats
+from .base import AppendResult, FoldCommit, LedgerEntry, PreparedMessage, Retention, Summary
+
+__all__ = ["MemoryStore"]
+
+
+@dataclass
+class _Session:
+    stats: SessionStats
+    messages: dict[int, StoredMessage] = field(default_factory=dict)
+    ids: dict[str, int] = field(default_factory=dict)
+    summary: Summary | None = None
+
+
+class MemoryStore:
+    """Sessions in a dict. The reference implementation of the store contract."""
+
+    def __init__(self, *, retention: Retention = "archive") -> None:
+        if retention not in ("archive", "delete"):
+            raise ConfigError(f"retention must be 'archive' or 'delete', got {retention!r}")
+        self.retention: Retention = retention
+        self._sessions: dict[str, _Session] = {}
+        self._ledger: list[LedgerEntry] = []
+        self._next_ledger_id = 1
+
+    def __repr__(self) -> str:
+        return f"MemoryStore(retention={self.retention!r})"
+
+    async def setup(self) -> None:
+        return None
+
+    async def append(
+        self, session_id: str, items: Sequence[PreparedMessage], now: datetime
+    ) -> AppendResult:
+        sess = self._sessions.get(session_id)
+        stats = sess.stats if sess else SessionStats(session_id=session_id)
+        ids = sess.ids if sess else {}
+        fresh: list[PreparedMessage] = []
+        batch_ids: set[str] = set()
+        for item in items:
+            mid = item.message.id
+            if mid is not None and (mid in ids or mid in batch_ids):
+                continue
+            if mid is not None:
+                batch_ids.add(mid)
+            fresh.append(item)
+        pending = check_sequence((i.message for i in fresh), stats.pending_calls)
+        if sess is None:
+            sess = self._sessions[session_id] = _Session(stats=stats)
+        seq = stats.last_seq
+        added_tokens = 0
+        seqs: list[int] = []
+        batch_seq: dict[str, int] = {}
+        for item in items:
+            mid = item.message.id
+            if mid is not None and mid in sess.ids:
+                seqs.append(sess.ids[mid])
+                continue
+            if mid is not None and mid in batch_seq:
+                seqs.append(batch_seq[mid])
+                continue
+            seq += 1
+            sess.messages[seq] = StoredMessage(seq=seq, message=item.message, tokens=item.tokens)
+            if mid is not None:
+                batch_seq[mid] = seq
+            added_tokens += item.tokens
+            seqs.append(seq)
+        sess.ids.update(batch_seq)
+        sess.stats = replace(
+            stats,
+            last_seq=seq,
+            live_count=stats.live_count + len(fresh),
+            live_tokens=stats.live_tokens + added_tokens,
+            pending_calls=pending,
+            last_activity=now,
+        )
+        return AppendResult(tuple(seqs), sess.stats, len(items) - len(fresh))
+
+    async def stats(self, session_id: str) -> SessionStats | None:
+        sess = self._sessions.get(session_id)
+        return sess.stats if sess else None
+
+    async def live(self, session_id: str) -> list[StoredMessage]:
+        sess = self._sessions.get(session_id)
+        if sess is None:
+            return []
+        return [m for s, m in sorted(sess.messages.items()) if s > sess.stats.through_seq]
+
+    async def messages(
+        self, session_id: str, *, include_folded: bool = True, after_seq: int = 0,
+        limit: int | None = None,
+    ) -> list[StoredMessage]:
+        sess = self._sessions.get(session_id)
+        if sess is None:
+            return []
+        through = sess.stats.through_seq
+        out = [
+            replace(m, folded=s <= through)
+            for s, m in sorted(sess.messages.items())
+            if s > after_seq and (include_folded or s > through)
+        ]
+        return out if limit is None else out[:limit]
+
+    async def summary(self, session_id: str) -> Summary | None:
+        sess = self._sessions.get(session_id)
+        return sess.summary if sess else None
+
+    async def commit_fold(self, commit: FoldCommit, entry: LedgerEntry) -> Summary:
+        sess = self._sessions.get(commit.session_id)
+        if sess is None:
+            raise ConflictError(f"session {commit.session_id!r} no longer exists")
+        stats = sess.stats
+        if stats.summary_version != commit.expected_version:
+            raise ConflictError(
+                f"session {commit.session_id!r} summary is at version {stats.summary_version}, "
+                f"the fold started from {commit.expected_version}"
+            )
+        if commit.lo != stats.through_seq + 1 or not (commit.lo <= commit.hi <= stats.last_seq):
+            raise ConflictError(
+                f"fold span {commit.lo}..{commit.hi} does not start at the first live message "
+                f"{stats.through_seq + 1} or passes the last {stats.last_seq}"
+            )
+        span = [sess.messages[s] for s in range(commit.lo, commit.hi + 1)]
+        folded_tokens = sum(m.tokens for m in span)
+        summary = Summary(
+            text=commit.text,
+            through_seq=commit.hi,
+            version=stats.summary_version + 1,
+            tokens=commit.tokens,
+            updated_at=entry.started_at,
+        )
+        if self.retention == "delete":
+            for s in range(commit.lo, commit.hi + 1):
+                del sess.messages[s]
+        sess.summary = summary
+        sess.stats = replace(
+            stats,
+            live_count=stats.live_count - len(span),
+            live_tokens=stats.live_tokens - folded_tokens,
+            through_seq=commit.hi,
+            summary_version=summary.version,
+            summary_tokens=commit.tokens,
+            reported_input_tokens=None,
+        )
+        self._add_ledger(entry)
+        return summary
+
+    def _add_ledger(self, entry: LedgerEntry) -> int:
+        lid = self._next_ledger_id
+        self._next_ledger_id += 1
+        self._ledger.append(replace(entry, id=lid))
+        return lid
+
+    async def record_attempt(self, entry: LedgerEntry) -> int:
+        return self._add_ledger(entry)
+
+    async def record_usage(self, session_id: str, input_tokens: int) -> None:
+        sess = self._sessions.get(session_id)
+        if sess is not None:
+            sess.stats = replace(sess.stats, reported_input_tokens=input_tokens)
+
+    async def ledger(
+        self, session_id: str | None = None, *, limit: int | None = 100
+    ) -> list[LedgerEntry]:
+        rows = [e for e in reversed(self._ledger) if session_id is None or e.session_id == session_id]
+        return rows if limit is None else rows[:limit]
+
+    async def list_sessions(self, *, limit: int | None = 100, offset: int = 0) -> list[SessionStats]:
+        rows = sorted(
+            (s.stats for s in self._sessions.values()),
+            key=lambda st: (st.last_activity is not None, st.last_activity, st.session_id),
+            reverse=True,
+        )
+        rows = rows[offset:]
+        return rows if limit is None else rows[:limit]
+
+    async def delete(self, session_id: str, *, if_last_seq: int | None = None) -> bool:
+        sess = self._sessions.get(session_id)
+        if sess is None:
+            return False
+        if if_last_seq is not None and sess.stats.last_seq != if_last_seq:
+            return False
+        del self._sessions[session_id]
+        self._ledger = [e for e in self._ledger if e.session_id != session_id]
+        return True
+
+    async def close(self) -> None:
+        return None

@@ -1,0 +1,55 @@
+"""Row encoding shared by the SQL stores (SQLite, PostgreSQL): one place decides how a
+message, a timestamp and a ledger row become columns and back."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from ..errors import StorageError, ValidationError
+from ..messages import Message, StoredMessage
+from .base import LedgerEntry
+
+LEDGER_COLUMNS = (
+    "session_id", "outcome", "reason", "lo", "hi", "messages_folded", "tokens_folded",
+    "summary_tokens", "input_tokens", "output_tokens", "calls", "model", "latency_ms",
+    "error_class", "error", "started_at", "key",
+)
+
+
+def encode_message(message: Message) -> str:
+    return json.dumps(message.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+
+def decode_message(seq: int, body: str, tokens: int, folded: bool = False) -> StoredMessage:
+    try:
+        msg = Message.from_openai(json.loads(body))
+    except (ValueError, ValidationError) as exc:
+        raise StorageError(f"stored message seq {seq} cannot be read back: {exc}") from exc
+    return StoredMessage(seq=seq, message=msg, tokens=tokens, folded=folded)
+
+
+def encode_time(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def decode_time(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value
+    return datetime.fromisoformat(str(value))
+
+
+def ledger_values(entry: LedgerEntry) -> tuple[Any, ...]:
+    values = [getattr(entry, c) for c in LEDGER_COLUMNS]
+    values[LEDGER_COLUMNS.index("started_at")] = encode_time(entry.started_at)
+    return tuple(values)
+
+
+def ledger_from_row(row: tuple[Any, ...]) -> LedgerEntry:
+    """``row`` is (id, *LEDGER_COLUMNS)."""
+    fields: dict[str, Any] = dict(zip(LEDGER_COLUMNS, row[1:]))
+    fields["started_at"] = decode_time(fields["started_at"])
+    return LedgerEntry(id=row[0], **fields)

@@ -1,0 +1,460 @@
+"""The default store: one SQLite file.
+
+WAL journal, ``BEGIN IMMEDIATE`` for every write (so two writers never deadlock on a lock
+upgrade), a busy timeout, numbered migrations applied by an idempotent :meth:`setup`.
+All database work of one store runs on one dedicated thread (one writer per process);
+the async methods hand work to it. Folded messages are marked by the session's
+``through_seq`` cursor, which the fold commit moves in the same transaction that writes
+the summary — so "folded" can never disagree with "covered by the summary".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..errors import ConfigError, ConflictError, ContextFoldError, StorageError
+from ..messages import StoredMessage, check_sequence
+from ..policy import SessionStats
+from .base import AppendResult, FoldCommit, LedgerEntry, PreparedMessage, Retention, Summary
+from .rows import (
+    LEDGER_COLUMNS,
+    decode_message,
+    decode_time,
+    encode_message,
+    encode_time,
+    ledger_from_row,
+    ledger_values,
+)
+
+__all__ = ["MIGRATIONS", "SQLiteStore"]
+
+T = TypeVar("T")
+
+_INITIAL = """
+CREATE TABLE sessions (
+    session_id TEXT PRIMARY KEY,
+    last_seq INTEGER NOT NULL DEFAULT 0,
+    live_count INTEGER NOT NULL DEFAULT 0,
+    live_tokens INTEGER NOT NULL DEFAULT 0,
+    through_seq INTEGER NOT NULL DEFAULT 0,
+    summary_version INTEGER NOT NULL DEFAULT 0,
+    summary_text TEXT,
+    summary_tokens INTEGER NOT NULL DEFAULT 0,
+    summary_updated_at TEXT,
+    pending_calls TEXT NOT NULL DEFAULT '[]',
+    last_activity TEXT,
+    reported_input_tokens INTEGER,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX sessions_activity ON sessions (last_activity);
+CREATE TABLE messages (
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    client_id TEXT,
+    role TEXT NOT NULL,
+    body TEXT NOT NULL,
+    tokens INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX messages_client_id ON messages (session_id, client_id)
+    WHERE client_id IS NOT NULL;
+CREATE TABLE ledger (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    reason TEXT NOT NULL DEFAULT '',
+    lo INTEGER NOT NULL DEFAULT 0,
+    hi INTEGER NOT NULL DEFAULT 0,
+    messages_folded INTEGER NOT NULL DEFAULT 0,
+    tokens_folded INTEGER NOT NULL DEFAULT 0,
+    summary_tokens INTEGER NOT NULL DEFAULT 0,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    calls INTEGER NOT NULL DEFAULT 0,
+    model TEXT,
+    latency_ms REAL NOT NULL DEFAULT 0,
+    error_class TEXT,
+    error TEXT,
+    started_at TEXT,
+    key TEXT
+);
+CREATE INDEX ledger_session ON ledger (session_id, id);
+"""
+
+#: Ordered (version, name, SQL). Append new ones; never edit an applied migration.
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (1, "initial schema", _INITIAL),
+]
+
+_SESSION_COLS = (
+    "session_id, last_seq, live_count, live_tokens, through_seq, summary_version, "
+    "summary_tokens, pending_calls, last_activity, reported_input_tokens"
+)
+
+
+def _stats(row: Sequence[Any]) -> SessionStats:
+    return SessionStats(
+        session_id=row[0], last_seq=row[1], live_count=row[2], live_tokens=row[3],
+        through_seq=row[4], summary_version=row[5], summary_tokens=row[6],
+        pending_calls=tuple(json.loads(row[7])), last_activity=decode_time(row[8]),
+        reported_input_tokens=row[9],
+    )
+
+
+class SQLiteStore:
+    """Sessions in a SQLite file (``":memory:"`` for a private in-memory database).
+
+    ``synchronous="NORMAL"`` (default) survives any process crash; ``"FULL"`` also
+    survives power loss at the cost of an fsync per commit.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        retention: Retention = "archive",
+        busy_timeout_ms: int = 10_000,
+        synchronous: str = "NORMAL",
+    ) -> None:
+        if retention not in ("archive", "delete"):
+            raise ConfigError(f"retention must be 'archive' or 'delete', got {retention!r}")
+        if synchronous.upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+            raise ConfigError(f"unknown synchronous mode {synchronous!r}")
+        self.path = str(path)
+        self.retention: Retention = retention
+        self.busy_timeout_ms = busy_timeout_ms
+        self.synchronous = synchronous.upper()
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="contextfold-sqlite")
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self.path!r}, retention={self.retention!r})"
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is None:
+            if self.path != ":memory:":
+                Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(
+                os.path.expanduser(self.path), isolation_level=None, check_same_thread=False,
+                timeout=self.busy_timeout_ms / 1000,
+            )
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+            if self.path != ":memory:":
+                conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+            self._conn = conn
+        return self._conn
+
+    async def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        if self._closed:
+            raise StorageError(f"{self!r} is closed")
+
+        def run() -> T:
+            with self._lock:
+                try:
+                    return fn(self._connect())
+                except sqlite3.Error as exc:
+                    raise StorageError(f"SQLite error on {self.path!r}: {exc}") from exc
+
+        return await asyncio.get_running_loop().run_in_executor(self._executor, run)
+
+    async def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn`` in one ``BEGIN IMMEDIATE`` transaction; roll back on any error."""
+
+        def tx(conn: sqlite3.Connection) -> T:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(conn)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            return result
+
+        return await self._call(tx)
+
+    async def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn`` in one read transaction (a consistent snapshot)."""
+
+        def tx(conn: sqlite3.Connection) -> T:
+            conn.execute("BEGIN")
+            try:
+                return fn(conn)
+            finally:
+                conn.execute("COMMIT")
+
+        return await self._call(tx)
+
+    # -- schema ----------------------------------------------------------------------------
+
+    async def setup(self) -> None:
+        def migrate(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+                "name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+            )
+            done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+            for version, name, sql in MIGRATIONS:
+                if version in done:
+                    continue
+                for statement in sql.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO schema_migrations VALUES (?, ?, ?)",
+                    (version, name, datetime.now(timezone.utc).isoformat()),
+                )
+
+        await self._write(migrate)
+
+    # -- writes ----------------------------------------------------------------------------
+
+    async def append(
+        self, session_id: str, items: Sequence[PreparedMessage], now: datetime
+    ) -> AppendResult:
+        def do(conn: sqlite3.Connection) -> AppendResult:
+            row = conn.execute(
+                f"SELECT {_SESSION_COLS} FROM sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            stats = _stats(row) if row else SessionStats(session_id=session_id)
+            seqs: list[int] = []
+            fresh: list[tuple[int, PreparedMessage]] = []
+            known: dict[str, int] = {}
+            seq = stats.last_seq
+            for item in items:
+                mid = item.message.id
+                if mid is not None:
+                    if mid not in known and row is not None:
+                        hit = conn.execute(
+                            "SELECT seq FROM messages WHERE session_id = ? AND client_id = ?",
+                            (session_id, mid),
+                        ).fetchone()
+                        if hit:
+                            known[mid] = hit[0]
+                    if mid in known:
+                        seqs.append(known[mid])
+                        continue
+                seq += 1
+                if mid is not None:
+                    known[mid] = seq
+                fresh.append((seq, item))
+                seqs.append(seq)
+            pending = check_sequence((i.message for _, i in fresh), stats.pending_calls)
+            if not fresh:
+                return AppendResult(tuple(seqs), stats, len(items))
+            stamp = encode_time(now)
+            conn.executemany(
+                "INSERT INTO messages (session_id, seq, client_id, role, body, tokens, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (session_id, s, i.message.id, i.message.role, encode_message(i.message),
+                     i.tokens, stamp)
+                    for s, i in fresh
+                ],
+            )
+            added = sum(i.tokens for _, i in fresh)
+            if row is None:
+                conn.execute(
+                    "INSERT INTO sessions (session_id, last_seq, live_count, live_tokens, "
+                    "pending_calls, last_activity, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (session_id, seq, len(fresh), added, json.dumps(pending), stamp, stamp),
+                )
+            else:
+                conn.execute(
+                    "UPDATE sessions SET last_seq = ?, live_count = live_count + ?, "
+                    "live_tokens = live_tokens + ?, pending_calls = ?, last_activity = ? "
+                    "WHERE session_id = ?",
+                    (seq, len(fresh), added, json.dumps(pending), stamp, session_id),
+                )
+            new = replace(
+                stats, last_seq=seq, live_count=stats.live_count + len(fresh),
+                live_tokens=stats.live_tokens + added, pending_calls=pending, last_activity=now,
+            )
+            return AppendResult(tuple(seqs), new, len(items) - len(fresh))
+
+        return await self._write(do)
+
+    async def commit_fold(self, commit: FoldCommit, entry: LedgerEntry) -> Summary:
+        def do(conn: sqlite3.Connection) -> Summary:
+            row = conn.execute(
+                "SELECT summary_version, through_seq, last_seq FROM sessions WHERE session_id = ?",
+                (commit.session_id,),
+            ).fetchone()
+            if row is None:
+                raise ConflictError(f"session {commit.session_id!r} no longer exists")
+            version, through, last = row
+            if version != commit.expected_version:
+                raise ConflictError(
+                    f"session {commit.session_id!r} summary is at version {version}, "
+                    f"the fold started from {commit.expected_version}"
+                )
+            if commit.lo != through + 1 or not (commit.lo <= commit.hi <= last):
+                raise ConflictError(
+                    f"fold span {commit.lo}..{commit.hi} does not start at the first live "
+                    f"message {through + 1} or passes the last {last}"
+                )
+            count, tokens = conn.execute(
+                "SELECT count(*), coalesce(sum(tokens), 0) FROM messages "
+                "WHERE session_id = ? AND seq BETWEEN ? AND ?",
+                (commit.session_id, commit.lo, commit.hi),
+            ).fetchone()
+            if count != commit.hi - commit.lo + 1:
+                raise StorageError(
+                    f"session {commit.session_id!r} is missing messages in {commit.lo}..{commit.hi}"
+                )
+            stamp = encode_time(entry.started_at)
+            conn.execute(
+                "UPDATE sessions SET summary_version = summary_version + 1, summary_text = ?, "
+                "summary_tokens = ?, summary_updated_at = ?, through_seq = ?, "
+                "live_count = live_count - ?, live_tokens = live_tokens - ?, "
+                "reported_input_tokens = NULL WHERE session_id = ?",
+                (commit.text, commit.tokens, stamp, commit.hi, count, tokens, commit.session_id),
+            )
+            if self.retention == "delete":
+                conn.execute(
+                    "DELETE FROM messages WHERE session_id = ? AND seq BETWEEN ? AND ?",
+                    (commit.session_id, commit.lo, commit.hi),
+                )
+            self._insert_ledger(conn, entry)
+            return Summary(commit.text, commit.hi, version + 1, commit.tokens, entry.started_at)
+
+        return await self._write(do)
+
+    @staticmethod
+    def _insert_ledger(conn: sqlite3.Connection, entry: LedgerEntry) -> int:
+        marks = ", ".join("?" for _ in LEDGER_COLUMNS)
+        cur = conn.execute(
+            f"INSERT INTO ledger ({', '.join(LEDGER_COLUMNS)}) VALUES ({marks})",
+            ledger_values(entry),
+        )
+        return int(cur.lastrowid or 0)
+
+    async def record_attempt(self, entry: LedgerEntry) -> int:
+        return await self._write(lambda conn: self._insert_ledger(conn, entry))
+
+    async def record_usage(self, session_id: str, input_tokens: int) -> None:
+        await self._write(lambda conn: conn.execute(
+            "UPDATE sessions SET reported_input_tokens = ? WHERE session_id = ?",
+            (input_tokens, session_id),
+        ))
+
+    async def delete(self, session_id: str, *, if_last_seq: int | None = None) -> bool:
+        def do(conn: sqlite3.Connection) -> bool:
+            row = conn.execute(
+                "SELECT last_seq FROM sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            if row is None or (if_last_seq is not None and row[0] != if_last_seq):
+                return False
+            for table in ("messages", "ledger", "sessions"):
+                conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+            return True
+
+        return await self._write(do)
+
+    # -- reads -----------------------------------------------------------------------------
+
+    async def stats(self, session_id: str) -> SessionStats | None:
+        def do(conn: sqlite3.Connection) -> SessionStats | None:
+            row = conn.execute(
+                f"SELECT {_SESSION_COLS} FROM sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            return _stats(row) if row else None
+
+        return await self._call(do)
+
+    async def live(self, session_id: str) -> list[StoredMessage]:
+        return await self.messages(session_id, include_folded=False)
+
+    async def messages(
+        self, session_id: str, *, include_folded: bool = True, after_seq: int = 0,
+        limit: int | None = None,
+    ) -> list[StoredMessage]:
+        def do(conn: sqlite3.Connection) -> list[StoredMessage]:
+            row = conn.execute(
+                "SELECT through_seq FROM sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                return []
+            through = row[0]
+            start = after_seq if include_folded else max(after_seq, through)
+            rows = conn.execute(
+                "SELECT seq, body, tokens FROM messages WHERE session_id = ? AND seq > ? "
+                "ORDER BY seq LIMIT ?",
+                (session_id, start, -1 if limit is None else limit),
+            ).fetchall()
+            return [decode_message(s, b, t, s <= through) for s, b, t in rows]
+
+        return await self._read(do)
+
+    async def summary(self, session_id: str) -> Summary | None:
+        def do(conn: sqlite3.Connection) -> Summary | None:
+            row = conn.execute(
+                "SELECT summary_text, through_seq, summary_version, summary_tokens, "
+                "summary_updated_at FROM sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            if row is None or row[0] is None:
+                return None
+            return Summary(row[0], row[1], row[2], row[3], decode_time(row[4]))
+
+        return await self._call(do)
+
+    async def ledger(
+        self, session_id: str | None = None, *, limit: int | None = 100
+    ) -> list[LedgerEntry]:
+        cols = ", ".join(("id", *LEDGER_COLUMNS))
+        lim = -1 if limit is None else limit
+
+        def do(conn: sqlite3.Connection) -> list[LedgerEntry]:
+            if session_id is None:
+                rows = conn.execute(
+                    f"SELECT {cols} FROM ledger ORDER BY id DESC LIMIT ?", (lim,)).fetchall()
+            else:
+                rows = conn.execute(
+                    f"SELECT {cols} FROM ledger WHERE session_id = ? ORDER BY id DESC LIMIT ?",
+                    (session_id, lim),
+                ).fetchall()
+            return [ledger_from_row(r) for r in rows]
+
+        return await self._call(do)
+
+    async def list_sessions(self, *, limit: int | None = 100, offset: int = 0) -> list[SessionStats]:
+        def do(conn: sqlite3.Connection) -> list[SessionStats]:
+            rows = conn.execute(
+                f"SELECT {_SESSION_COLS} FROM sessions ORDER BY last_activity DESC, session_id DESC"
+                " LIMIT ? OFFSET ?",
+                (-1 if limit is None else limit, offset),
+            ).fetchall()
+            return [_stats(r) for r in rows]
+
+        return await self._call(do)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+
+        def shut(conn: sqlite3.Connection) -> None:
+            conn.close()
+            self._conn = None
+
+        try:
+            if self._conn is not None:
+                await self._call(shut)
+        except ContextFoldError:
+            pass
+        self._closed = True
+        self._executor.shutdown(wait=True)
