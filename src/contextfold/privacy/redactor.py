@@ -1,0 +1,307 @@
+"""The :class:`Redactor`: detected personal data → typed placeholders stable within a scope.
+
+Contracts that are easy to break:
+
+- **Idempotent.** ``redact(redact(t, s), s) == redact(t, s)``. Placeholders (``<KIND_N>``)
+  are never re-redacted: detectors only see the text *between* placeholders, and one call
+  repeats its pass until nothing changes, so the result is a fixed point by construction.
+- **Stable within a scope.** In one scope (a session id) the same value always gets the same
+  placeholder (``<EMAIL_1>``), and numbers continue after any placeholder already present in
+  the input, so a fresh process never reuses ``<EMAIL_1>`` for a different address in a
+  summary that already mentions one.
+- **Never raises** on any ``str`` (built-in detectors), and raises ``ValidationError`` for a
+  non-string.
+- Without a vault, raw values are not retained: the scope table keys placeholders by a keyed
+  hash (HMAC-SHA256 with a per-redactor random key, or ``key=`` to keep numbering stable
+  across processes). With a vault (reversible mode) values are written to the vault before
+  the redacted text is returned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import os
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ..errors import ConfigError, ValidationError
+from .detectors import (
+    AddressDetector,
+    CardDetector,
+    Detector,
+    EmailDetector,
+    Finding,
+    IBANDetector,
+    IPDetector,
+    PatternDetector,
+    PhoneDetector,
+    SecretDetector,
+    SSNDetector,
+)
+from .vault import PlaceholderVault
+
+__all__ = ["BUILTIN_KINDS", "PLACEHOLDER", "Redactor"]
+
+#: A placeholder as the redactor writes it: ``<EMAIL_1>``, ``<EMPLOYEE_ID_12>``.
+PLACEHOLDER = re.compile(r"<([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*)_([1-9][0-9]{0,8})>")
+
+#: The built-in detector switch → the placeholder kind it produces.
+BUILTIN_KINDS: dict[str, str] = {
+    "email": "EMAIL",
+    "phone": "PHONE",
+    "card": "CARD",
+    "iban": "IBAN",
+    "ssn": "SSN",
+    "ip": "IP",
+    "secret": "SECRET",
+    "address": "ADDRESS",
+}
+
+
+@dataclass
+class _Scope:
+    by_fingerprint: dict[bytes, str] = field(default_factory=dict)
+    values: dict[str, str] = field(default_factory=dict)  # reversible mode only
+    counters: dict[str, int] = field(default_factory=dict)
+
+    def bump(self, kind: str, number: int) -> None:
+        if number > self.counters.get(kind, 0):
+            self.counters[kind] = number
+
+
+class Redactor:
+    """Replaces personal data with typed placeholders.
+
+    Each built-in detector is switched by its keyword (all on by default). ``patterns``
+    adds user kinds (``{"EMPLOYEE_ID": r"\\bEMP-\\d{6}\\b"}``); ``detectors`` adds detector
+    objects (for example :class:`~contextfold.privacy.presidio.PresidioDetector`).
+    ``phone_regions`` (needs the ``phonenumbers`` extra) adds libphonenumber's national
+    formats for those regions. ``vault`` turns on the reversible mode (see :meth:`restore`).
+    """
+
+    def __init__(
+        self,
+        *,
+        email: bool = True,
+        phone: bool = True,
+        card: bool = True,
+        iban: bool = True,
+        ssn: bool = True,
+        ip: bool = True,
+        secret: bool = True,
+        address: bool = True,
+        patterns: Mapping[str, str | re.Pattern[str]] | None = None,
+        detectors: Sequence[Detector] = (),
+        phone_regions: Sequence[str] = (),
+        vault: PlaceholderVault | None = None,
+        key: bytes | None = None,
+        max_scopes: int = 10_000,
+    ) -> None:
+        if isinstance(phone_regions, str):
+            raise ConfigError(f"phone_regions must be a sequence of codes, got {phone_regions!r}")
+        if max_scopes < 1:
+            raise ConfigError(f"max_scopes must be at least 1, got {max_scopes!r}")
+        if key is not None and (not isinstance(key, bytes) or len(key) < 16):
+            raise ConfigError("key must be at least 16 random bytes")
+        chosen: list[Detector] = []
+        # Order is the tie-break between equally long overlapping findings.
+        if secret:
+            chosen.append(SecretDetector())
+        if iban:
+            chosen.append(IBANDetector())
+        if card:
+            chosen.append(CardDetector())
+        if email:
+            chosen.append(EmailDetector())
+        if ssn:
+            chosen.append(SSNDetector())
+        if phone:
+            chosen.append(PhoneDetector(phone_regions))
+        elif phone_regions:
+            raise ConfigError("phone_regions given but the phone detector is switched off")
+        if ip:
+            chosen.append(IPDetector())
+        if address:
+            chosen.append(AddressDetector())
+        for kind, pattern in (patterns or {}).items():
+            chosen.append(PatternDetector(kind, pattern))
+        for det in detectors:
+            if not isinstance(det, Detector):
+                raise ConfigError(f"detectors must have a find(text) method, got {det!r:.80}")
+            chosen.append(det)
+        self._detectors: tuple[Detector, ...] = tuple(chosen)
+        self._vault = vault
+        self._key = key if key is not None else os.urandom(32)
+        self._max_scopes = max_scopes
+        self._scopes: OrderedDict[str, _Scope] = OrderedDict()
+        self._lock = threading.RLock()
+
+    @property
+    def reversible(self) -> bool:
+        """True when a vault keeps the values, so :meth:`restore` can bring them back."""
+        return self._vault is not None
+
+    # --- detection -----------------------------------------------------------------------
+
+    def detect(self, text: str) -> list[Finding]:
+        """Non-overlapping findings in ``text``, in order, ignoring existing placeholders.
+
+        Overlaps are resolved longest-first (an IBAN beats the card-like digits inside it),
+        then by detector order.
+        """
+        text = _check(text)
+        found: list[tuple[int, int, Finding]] = []
+        pos = 0
+        for ph in [*PLACEHOLDER.finditer(text), None]:
+            end = ph.start() if ph is not None else len(text)
+            if end > pos:
+                segment = text[pos:end]
+                for rank, det in enumerate(self._detectors):
+                    for f in det.find(segment):
+                        if 0 <= f.start < f.end <= len(segment):
+                            found.append((-(f.end - f.start), rank, _shift(f, pos)))
+            if ph is not None:
+                pos = ph.end()
+        found.sort(key=lambda t: (t[0], t[1], t[2].start))
+        taken: list[Finding] = []
+        occupied: list[tuple[int, int]] = []
+        for _, _, f in found:
+            if all(f.end <= s or f.start >= e for s, e in occupied):
+                taken.append(f)
+                occupied.append((f.start, f.end))
+        taken.sort(key=lambda f: f.start)
+        return taken
+
+    # --- redaction -----------------------------------------------------------------------
+
+    def redact(self, text: str, scope: str | None = None) -> str:
+        """Return ``text`` with every detected value replaced by a typed placeholder.
+
+        With ``scope`` (a session id) the same value keeps the same placeholder across calls;
+        without one, numbering starts at 1 for this call only.
+        """
+        text = _check(text)
+        if scope is not None and not isinstance(scope, str):
+            raise ValidationError(f"scope must be a string or None, got {scope!r:.80}")
+        with self._lock:
+            state = self._scope(scope) if scope is not None else _Scope()
+            for m in PLACEHOLDER.finditer(text):
+                state.bump(m.group(1), int(m.group(2)))
+            new: dict[str, str] = {}
+            while True:
+                findings = self.detect(text)
+                if not findings:
+                    break
+                out: list[str] = []
+                pos = 0
+                for f in findings:
+                    out.append(text[pos : f.start])
+                    out.append(self._placeholder(state, f.kind, text[f.start : f.end], new))
+                    pos = f.end
+                out.append(text[pos:])
+                text = "".join(out)
+            if new and scope is not None and self._vault is not None:
+                self._vault.put(scope, new)
+            return text
+
+    def restore(self, text: str, scope: str) -> str:
+        """Put the original values back for the placeholders of ``scope`` (reversible mode).
+
+        Placeholders the vault does not know are left as they are.
+        """
+        text = _check(text)
+        if self._vault is None:
+            raise ConfigError("restore needs the reversible mode: Redactor(vault=InMemoryVault())")
+        with self._lock:
+            values = self._scope(scope).values
+        return PLACEHOLDER.sub(lambda m: values.get(m.group(), m.group()), text)
+
+    def mapping(self, scope: str) -> dict[str, str]:
+        """``{placeholder: value}`` of ``scope`` (reversible mode only)."""
+        if self._vault is None:
+            raise ConfigError("mapping needs the reversible mode: Redactor(vault=InMemoryVault())")
+        with self._lock:
+            return dict(self._scope(scope).values)
+
+    def forget(self, scope: str) -> None:
+        """Drop ``scope``'s placeholders here and in the vault (call when a session is deleted)."""
+        with self._lock:
+            self._scopes.pop(scope, None)
+            if self._vault is not None:
+                self._vault.delete(scope)
+
+    # --- internals -----------------------------------------------------------------------
+
+    def _scope(self, scope: str) -> _Scope:
+        state = self._scopes.get(scope)
+        if state is not None:
+            self._scopes.move_to_end(scope)
+            return state
+        state = _Scope()
+        if self._vault is not None:
+            for placeholder, value in self._vault.get(scope).items():
+                m = PLACEHOLDER.fullmatch(placeholder)
+                if m is None:
+                    continue
+                kind = m.group(1)
+                state.values[placeholder] = value
+                state.by_fingerprint.setdefault(self._fingerprint(kind, value), placeholder)
+                state.bump(kind, int(m.group(2)))
+        self._scopes[scope] = state
+        while len(self._scopes) > self._max_scopes:
+            self._scopes.popitem(last=False)
+        return state
+
+    def _placeholder(self, state: _Scope, kind: str, value: str, new: dict[str, str]) -> str:
+        fp = self._fingerprint(kind, value)
+        placeholder = state.by_fingerprint.get(fp)
+        if placeholder is None:
+            number = state.counters.get(kind, 0) + 1
+            state.counters[kind] = number
+            placeholder = f"<{kind}_{number}>"
+            state.by_fingerprint[fp] = placeholder
+            if self._vault is not None:
+                state.values[placeholder] = value
+                new[placeholder] = value
+        return placeholder
+
+    def _fingerprint(self, kind: str, value: str) -> bytes:
+        message = f"{kind}\x00{_normalise(kind, value)}".encode("utf-8", "surrogatepass")
+        return hmac.new(self._key, message, hashlib.sha256).digest()
+
+    def __repr__(self) -> str:
+        names = ", ".join(type(d).__name__ for d in self._detectors)
+        return f"Redactor([{names}], reversible={self.reversible})"
+
+
+def _check(text: object) -> str:
+    if not isinstance(text, str):
+        raise ValidationError(f"text to redact must be a string, got {type(text).__name__}")
+    return text
+
+
+def _shift(f: Finding, offset: int) -> Finding:
+    return Finding(f.start + offset, f.end + offset, f.kind) if offset else f
+
+
+def _normalise(kind: str, value: str) -> str:
+    """One placeholder per value however it is written (``4111-1111…`` = ``4111 1111…``)."""
+    if kind == "EMAIL":
+        return value.lower()
+    if kind in ("CARD", "SSN"):
+        return "".join(c for c in value if c.isdigit())
+    if kind == "PHONE":
+        return "".join(c for c in value if c.isdigit() or c == "+")
+    if kind == "IBAN":
+        return "".join(c for c in value if c.isalnum()).upper()
+    if kind == "IP":
+        try:
+            return ipaddress.ip_address(value.split("%")[0]).compressed
+        except ValueError:
+            return value
+    return value
