@@ -1,0 +1,78 @@
+"""Shared CLI plumbing: the --db option, opening a Memory, JSON output, summarizer choice."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+
+from ..errors import ContextFoldError
+from ..memory import Memory
+from ..stores import default_db_path
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+#: Summarizer names the CLI accepts; value builds the summarizer (lazy imports).
+SUMMARIZERS: dict[str, Callable[[], Any]] = {}
+
+
+def register_summarizer(name: str, factory: Callable[[], Any]) -> None:
+    SUMMARIZERS[name] = factory
+
+
+def _extractive() -> Any:
+    from ..summarizers.extractive import ExtractiveSummarizer
+
+    return ExtractiveSummarizer()
+
+
+register_summarizer("extractive", _extractive)
+
+
+def db_option(fn: F) -> F:
+    """``--db PATH``: the SQLite file (default ``$CONTEXTFOLD_HOME/contextfold.db``)."""
+    return click.option(
+        "--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=None,
+        help="SQLite file to use (default: $CONTEXTFOLD_HOME/contextfold.db, "
+        "else ~/.contextfold/contextfold.db).",
+    )(fn)
+
+
+def store_url(db: Path | None) -> str:
+    path = db if db is not None else default_db_path()
+    return f"sqlite:///{path.expanduser().resolve()}"
+
+
+def open_memory(db: Path | None, **options: Any) -> Memory:
+    return Memory(store_url(db), **options)
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+
+
+def fail(message: str, code: int = 2) -> None:
+    err_console.print(f"[bold red]error:[/] {message}")
+    sys.exit(code)
+
+
+def guard(fn: F) -> F:
+    """Turn contextfold errors into a one-line message and exit code 2 (no traceback)."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ContextFoldError as exc:
+            fail(f"{type(exc).__name__}: {exc}")
+
+    return wrapper  # type: ignore[return-value]

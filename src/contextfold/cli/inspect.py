@@ -1,0 +1,139 @@
+"""``contextfold sessions | show | stats | fold``: look at what is stored, fold by hand."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.table import Table
+
+from ..policy import SessionStats
+from .common import console, db_option, emit_json, fail, guard, open_memory
+from .render import message_line
+
+
+def _session_row(s: SessionStats) -> dict[str, Any]:
+    return {
+        "session": s.session_id, "messages": s.last_seq, "live": s.live_count,
+        "live_tokens": s.live_tokens, "folded_through": s.through_seq,
+        "summary_version": s.summary_version,
+        "last_activity": s.last_activity.isoformat() if s.last_activity else None,
+    }
+
+
+@click.command()
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@db_option
+@guard
+def sessions(limit: int, as_json: bool, db: Path | None) -> None:
+    """List sessions, most recently active first."""
+    with open_memory(db) as memory:
+        rows = [_session_row(s) for s in memory.sessions(limit=limit)]
+    if as_json:
+        emit_json(rows)
+        return
+    table = Table("session", "messages", "live", "live tokens", "folded through", "last activity")
+    for r in rows:
+        table.add_row(r["session"], str(r["messages"]), str(r["live"]), str(r["live_tokens"]),
+                      str(r["folded_through"]), r["last_activity"] or "")
+    console.print(table if rows else "[dim]no sessions yet — try `contextfold demo`[/]")
+
+
+@click.command()
+@click.argument("session_id")
+@click.option("--all", "show_all", is_flag=True, help="Also list folded (archived) messages.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@db_option
+@guard
+def show(session_id: str, show_all: bool, as_json: bool, db: Path | None) -> None:
+    """Show a session: its summary and its live messages."""
+    with open_memory(db) as memory:
+        stats = memory.stats(session_id)
+        if stats is None:
+            fail(f"no session {session_id!r} in this database (see `contextfold sessions`)")
+        summary = memory.summary(session_id)
+        messages = memory.messages(session_id, include_folded=show_all)
+    if as_json:
+        emit_json({
+            **_session_row(stats),  # type: ignore[arg-type]
+            "summary": summary.text if summary else None,
+            "messages": [{"seq": m.seq, "folded": m.folded, "tokens": m.tokens,
+                          **m.message.to_dict()} for m in messages],
+        })
+        return
+    if summary:
+        console.print(f"[magenta]summary[/] (v{summary.version}, through seq "
+                      f"{summary.through_seq}, {summary.tokens} tokens)")
+        console.print(summary.text)
+        console.print()
+    for m in messages:
+        line = message_line(m.message, m.seq)
+        if m.folded:
+            line.stylize("dim")
+        console.print(line)
+
+
+@click.command()
+@click.argument("session_id", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--ledger", "show_ledger", type=click.IntRange(min=0), default=0,
+              help="Also list the last N ledger rows.")
+@db_option
+@guard
+def stats(session_id: str | None, as_json: bool, show_ledger: int, db: Path | None) -> None:
+    """Fold ledger totals: folds, failures, summarizer tokens (one session or all)."""
+    with open_memory(db) as memory:
+        usage = memory.usage(session_id)
+        rows = memory.ledger(session_id, limit=show_ledger) if show_ledger else []
+    if as_json:
+        emit_json({"usage": asdict(usage), "ledger": [asdict(r) for r in rows]})
+        return
+    table = Table("folds", "failed", "calls", "input tokens", "output tokens",
+                  "messages folded", "tokens folded")
+    table.add_row(*(str(v) for v in (usage.folds, usage.failed, usage.calls, usage.input_tokens,
+                                      usage.output_tokens, usage.messages_folded,
+                                      usage.tokens_folded)))
+    console.print(table)
+    if rows:
+        ledger = Table("id", "session", "outcome", "seqs", "tokens", "model", "ms", "error")
+        for r in rows:
+            ledger.add_row(str(r.id), r.session_id, r.outcome, f"{r.lo}..{r.hi}",
+                           str(r.tokens_folded), r.model or "", f"{r.latency_ms:.0f}",
+                           r.error_class or "")
+        console.print(ledger)
+
+
+@click.command()
+@click.argument("session_ids", nargs=-1, required=True)
+@click.option("--force", is_flag=True, help="Fold every live message (up to the last safe cut).")
+@click.option("--max-tokens", type=click.IntRange(min=64), default=None,
+              help="Budget for the default TokenBudget policy.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@db_option
+@guard
+def fold(session_ids: tuple[str, ...], force: bool, max_tokens: int | None, as_json: bool,
+         db: Path | None) -> None:
+    """Fold sessions now (when their policy fires, or all live messages with --force)."""
+    from ..policy import TokenBudget
+
+    options: dict[str, Any] = {"fold": "manual"}
+    if max_tokens:
+        options["policy"] = TokenBudget(max_tokens)
+    with open_memory(db, **options) as memory:
+        batch = memory.fold_many(session_ids, force=force)
+    rows = [{"session": s, "status": o.status, "lo": o.lo, "hi": o.hi,
+             "messages_folded": o.messages_folded, "reason": o.reason,
+             "error": type(o.error).__name__ if o.error else None}
+            for s, o in batch.outcomes.items()]
+    if as_json:
+        emit_json(rows)
+        return
+    for r in rows:
+        span = f" seq {r['lo']}..{r['hi']}" if r["status"] == "committed" else ""
+        console.print(f"{r['session']}: {r['status']}{span} {r['reason']}")
+
+
+COMMANDS = [sessions, show, stats, fold]
