@@ -46,6 +46,16 @@ class SummarizationError(ContextFoldError):
     ``__cause__`` holds the original error (provider error, bad output) when there is one.
     """
 
+    def __init__(
+        self, message: str = "", *, calls: int | None = None, input_tokens: int = 0,
+        output_tokens: int = 0,
+    ) -> None:
+        super().__init__(message)
+        #: Summarizer requests made before failing (None: unknown, counted as one).
+        self.calls = calls
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+
 
 class ProviderError(ContextFoldError):
     """A chat-model provider call failed: the SDK's error translated at the boundary.

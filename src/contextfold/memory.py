@@ -334,6 +334,9 @@ class AsyncMemory:
         self, store: Store, entry: LedgerEntry, started: float, exc: ContextFoldError,
         outcome: Literal["failed", "conflict"] = "failed",
     ) -> FoldOutcome:
+        if isinstance(exc, SummarizationError):
+            entry = replace(entry, calls=1 if exc.calls is None else exc.calls,
+                            input_tokens=exc.input_tokens, output_tokens=exc.output_tokens)
         entry = replace(
             entry, outcome=outcome, error_class=type(exc.__cause__ or exc).__name__,
             error=error_text(exc), latency_ms=(time.perf_counter() - started) * 1000,
