@@ -16,6 +16,9 @@ from .memory import MemoryStore
 
 __all__ = ["MemoryStore", "Store", "default_db_path", "open_store", "register_scheme"]
 
+#: What an object needs to be taken as a store (a structural check that does not depend on
+#: optional abilities such as leases).
+_CORE_METHODS = ("setup", "append", "stats", "live", "summary", "commit_fold", "record_attempt")
 _SCHEMES: dict[str, Callable[[str], Store]] = {}
 
 
@@ -76,6 +79,6 @@ def open_store(store: Store | str | os.PathLike[str] | None) -> Store:
             hint = ' (pip install "contextfold[postgres]")' if scheme.startswith("postgres") else ""
             raise ConfigError(f"unknown store scheme {scheme!r} in {store!r}{hint}")
         return factory(store)
-    if isinstance(store, Store):
-        return store
+    if all(callable(getattr(store, m, None)) for m in _CORE_METHODS):
+        return store  # type: ignore[return-value]
     raise ConfigError(f"not a store or store URL: {store!r}")
