@@ -26,7 +26,7 @@ from .errors import ConfigError, ConflictError, ContextFoldError, SummarizationE
 from .messages import DEFAULT_MAX_MESSAGE_CHARS, Message, StoredMessage, check_text, coerce_message
 from .policy import FoldPlan, Policy, SessionStats, TokenBudget, safe_cuts
 from .stores import open_store
-from .stores.base import FoldCommit, LedgerEntry, PreparedMessage, Store, Summary
+from .stores.base import FoldCommit, Lease, LedgerEntry, PreparedMessage, Store, Summary
 from .summarizers.base import Summarizer, SummaryRequest, check_summary
 from .tokens import TokenCounter, count_message, count_tools, get_counter
 
@@ -34,7 +34,7 @@ __all__ = ["AddResult", "AsyncMemory", "BatchResult", "FoldOutcome", "Memory", "
 
 log = logging.getLogger("contextfold")
 T = TypeVar("T")
-FoldMode = Literal["inline", "manual"]
+FoldMode = Literal["inline", "manual", "deferred"]
 FoldStatus = Literal["committed", "skipped", "failed", "conflict", "cleared"]
 MessageLike = Message | Mapping[str, Any]
 
@@ -131,7 +131,9 @@ class AsyncMemory:
     ``store``: a Store, a URL (``sqlite:///path.db``, ``memory://``) or None for the
     default SQLite file. ``summarizer``: default the offline ``ExtractiveSummarizer``.
     ``policy``: default ``TokenBudget(4000)``. ``fold``: ``"inline"`` folds during
-    ``add`` when the policy fires; ``"manual"`` leaves it to ``fold``/``fold_many``.
+    ``add`` when the policy fires; ``"manual"`` leaves it to ``fold``/``fold_many``;
+    ``"deferred"`` only marks the session due in the store, for workers
+    (:mod:`contextfold.worker`) to fold.
     ``raise_errors``: raise ``SummarizationError``/``ConflictError`` instead of returning
     a failed outcome.
     """
@@ -151,8 +153,8 @@ class AsyncMemory:
         raise_errors: bool = False,
         clock: Callable[[], datetime] = _utcnow,
     ) -> None:
-        if fold not in ("inline", "manual"):
-            raise ConfigError(f"fold must be 'inline' or 'manual', got {fold!r}")
+        if fold not in ("inline", "manual", "deferred"):
+            raise ConfigError(f"fold must be 'inline', 'manual' or 'deferred', got {fold!r}")
         if not isinstance(max_message_chars, int) or max_message_chars < 1:
             raise ConfigError(f"max_message_chars must be a positive int, got {max_message_chars!r}")
         self.store: Store = open_store(store)
@@ -218,6 +220,10 @@ class AsyncMemory:
         outcome = None
         if self.fold_mode == "inline" and self._wants_fold(result.stats):
             outcome = await self.fold(sid)
+        elif self.fold_mode == "deferred":
+            due = self.due_at(result.stats)
+            if due is not None:
+                await store.mark_due(sid, due, as_of_seq=result.stats.last_seq)
         return AddResult(result.seqs, outcome, result.duplicates)
 
     async def record_usage(self, session_id: str, input_tokens: int) -> FoldOutcome | None:
@@ -239,17 +245,29 @@ class AsyncMemory:
     def _wants_fold(self, stats: SessionStats) -> bool:
         return self.policy.triggered(self._with_reserved(stats), self.clock())
 
+    def due_at(self, stats: SessionStats) -> datetime | None:
+        """When the policy next wants to fold this session: now if it fires, else its
+        ``due_at(stats)`` (idle timeouts) if it has one, else None."""
+        if self._wants_fold(stats):
+            return self.clock()
+        due_at = getattr(self.policy, "due_at", None)
+        return due_at(self._with_reserved(stats)) if callable(due_at) else None
+
     # -- folding ---------------------------------------------------------------------------
 
-    async def fold(self, session_id: str, *, force: bool = False, key: str | None = None) -> FoldOutcome:
+    async def fold(
+        self, session_id: str, *, force: bool = False, key: str | None = None,
+        lease: Lease | None = None,
+    ) -> FoldOutcome:
         """Fold now if the policy says so (``force=True``: fold every live message up to
-        the last safe cut). Returns a typed outcome; raises only with ``raise_errors``."""
+        the last safe cut). Returns a typed outcome; raises only with ``raise_errors``.
+        ``lease`` (from ``store.claim_due``) fences the commit and is named in the ledger."""
         sid = _check_session_id(session_id)
         if sid in self._inflight:
             return FoldOutcome(sid, "skipped", "a fold of this session is already running")
         self._inflight.add(sid)
         try:
-            return await self._fold(sid, force, key)
+            return await self._fold(sid, force, key, lease)
         finally:
             self._inflight.discard(sid)
 
@@ -272,7 +290,9 @@ class AsyncMemory:
             plan = self.policy.plan(stats, live, now)
         return (stats, live, plan) if plan is not None else None
 
-    async def _fold(self, sid: str, force: bool, key: str | None) -> FoldOutcome:
+    async def _fold(
+        self, sid: str, force: bool, key: str | None, lease: Lease | None
+    ) -> FoldOutcome:
         store = await self._ready()
         planned = await self._plan(store, sid, force)
         if planned is None:
@@ -289,6 +309,7 @@ class AsyncMemory:
             session_id=sid, outcome="failed", reason=plan.reason, lo=plan.lo, hi=plan.hi,
             messages_folded=len(span), tokens_folded=sum(m.tokens for m in span),
             model=self.summarizer.name, started_at=self.clock(), key=key,
+            owner=lease.owner if lease else None, lease_token=lease.token if lease else None,
         )
         request = SummaryRequest(
             session_id=sid,
@@ -315,7 +336,8 @@ class AsyncMemory:
             model=result.model or self.summarizer.name,
             latency_ms=(time.perf_counter() - started) * 1000,
         )
-        commit = FoldCommit(sid, stats.summary_version, plan.lo, plan.hi, result.text, tokens)
+        commit = FoldCommit(
+            sid, stats.summary_version, plan.lo, plan.hi, result.text, tokens, lease)
         try:
             summary = await store.commit_fold(commit, entry)
         except ConflictError as exc:

@@ -14,6 +14,11 @@ Contract (checked by :mod:`contextfold.testing.conformance` on every store):
   it succeeds only if the summary is still the one the fold started from and ``lo`` is the
   first live seq; otherwise it raises ``ConflictError`` and writes nothing. Messages
   appended meanwhile (higher seqs) are untouched.
+* Due sessions and leases: ``mark_due`` records when a session next wants a fold (a
+  mark computed from older stats — lower ``as_of_seq`` — never overwrites a newer one);
+  ``claim_due`` leases due, unleased (or lease-expired) sessions to one owner, bumping the
+  session's lease token; a ``commit_fold`` carrying a lease succeeds only while that lease
+  is the session's current, unexpired lease (fencing), else ``ConflictError``.
 * Driver errors are translated into ``StorageError`` with ``__cause__``.
 * Invariant: live messages plus messages covered by the summary are exactly seq 1..last,
   each once (with ``delete`` retention, "covered" means seq <= ``through_seq``).
@@ -32,6 +37,7 @@ from ..policy import SessionStats
 __all__ = [
     "AppendResult",
     "FoldCommit",
+    "Lease",
     "LedgerEntry",
     "Outcome",
     "PreparedMessage",
@@ -76,8 +82,25 @@ class AppendResult:
 
 
 @dataclass(frozen=True, slots=True)
+class Lease:
+    """A worker's claim on one due session until ``expires_at``.
+
+    ``token`` is the session's lease epoch: every claim increments it, so a worker whose
+    lease expired and was claimed again holds a stale token and cannot commit (fencing).
+    """
+
+    session_id: str
+    owner: str
+    token: int
+    expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class FoldCommit:
-    """A fold ready to commit: replaces summary ``expected_version`` and covers ``lo..hi``."""
+    """A fold ready to commit: replaces summary ``expected_version`` and covers ``lo..hi``.
+
+    With ``lease`` the commit is fenced: it succeeds only while that lease is current.
+    """
 
     session_id: str
     expected_version: int
@@ -85,6 +108,7 @@ class FoldCommit:
     hi: int
     text: str
     tokens: int
+    lease: Lease | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +132,8 @@ class LedgerEntry:
     error: str | None = None
     started_at: datetime | None = None
     key: str | None = None
+    owner: str | None = None
+    lease_token: int | None = None
     id: int | None = None
 
 
@@ -171,6 +197,25 @@ class Store(Protocol):
     async def delete(self, session_id: str, *, if_last_seq: int | None = None) -> bool:
         """Remove a session with its messages, summary and ledger rows. With ``if_last_seq``
         only if nothing was appended since; returns whether it deleted."""
+        ...
+
+    async def mark_due(self, session_id: str, due_at: datetime | None, *, as_of_seq: int) -> None:
+        """Record when the session next wants a fold (None: not due), computed from stats
+        at ``last_seq == as_of_seq``; ignored if a mark from newer stats is stored."""
+        ...
+
+    async def claim_due(self, owner: str, *, limit: int, lease_seconds: float) -> list[Lease]:
+        """Lease up to ``limit`` sessions that are due now and not leased (or whose lease
+        expired), most overdue first. Concurrent claimers never get the same session."""
+        ...
+
+    async def release(self, lease: Lease, *, due_at: datetime | None, as_of_seq: int) -> bool:
+        """End ``lease`` and mark the session due at ``due_at`` (as :meth:`mark_due`).
+        Returns False (and changes nothing) if the lease is no longer the current one."""
+        ...
+
+    async def list_due(self, *, limit: int | None = 100) -> list[tuple[str, datetime]]:
+        """Sessions marked due (now or later), soonest first, with their due time."""
         ...
 
     async def close(self) -> None:

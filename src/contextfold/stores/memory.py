@@ -6,14 +6,23 @@ atomic. Nothing survives the process.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timezone
 
 from ..errors import ConfigError, ConflictError
 from ..messages import StoredMessage, check_sequence
 from ..policy import SessionStats
-from .base import AppendResult, FoldCommit, LedgerEntry, PreparedMessage, Retention, Summary
+from .base import (
+    AppendResult,
+    FoldCommit,
+    Lease,
+    LedgerEntry,
+    PreparedMessage,
+    Retention,
+    Summary,
+)
 
 __all__ = ["MemoryStore"]
 
@@ -24,6 +33,10 @@ class _Session:
     messages: dict[int, StoredMessage] = field(default_factory=dict)
     ids: dict[str, int] = field(default_factory=dict)
     summary: Summary | None = None
+    due_at: datetime | None = None
+    due_seq: int = -1
+    lease: Lease | None = None
+    lease_epoch: int = 0
 
 
 class MemoryStore:
@@ -124,6 +137,11 @@ class MemoryStore:
         if sess is None:
             raise ConflictError(f"session {commit.session_id!r} no longer exists")
         stats = sess.stats
+        if commit.lease is not None and not self._holds(sess, commit.lease):
+            raise ConflictError(
+                f"lease {commit.lease.token} of {commit.lease.owner!r} on session "
+                f"{commit.session_id!r} expired or was taken over; the fold is fenced off"
+            )
         if stats.summary_version != commit.expected_version:
             raise ConflictError(
                 f"session {commit.session_id!r} summary is at version {stats.summary_version}, "
@@ -197,6 +215,50 @@ class MemoryStore:
         del self._sessions[session_id]
         self._ledger = [e for e in self._ledger if e.session_id != session_id]
         return True
+
+    @staticmethod
+    def _holds(sess: _Session, lease: Lease) -> bool:
+        return sess.lease == lease and lease.expires_at > datetime.now(timezone.utc)
+
+    @staticmethod
+    def _mark(sess: _Session, due_at: datetime | None, as_of_seq: int) -> None:
+        if as_of_seq >= sess.due_seq:
+            sess.due_at, sess.due_seq = due_at, as_of_seq
+
+    async def mark_due(self, session_id: str, due_at: datetime | None, *, as_of_seq: int) -> None:
+        sess = self._sessions.get(session_id)
+        if sess is not None:
+            self._mark(sess, due_at, as_of_seq)
+
+    async def claim_due(self, owner: str, *, limit: int, lease_seconds: float) -> list[Lease]:
+        now = datetime.now(timezone.utc)
+        due = sorted(
+            (s.due_at, sid) for sid, s in self._sessions.items()
+            if s.due_at is not None and s.due_at <= now
+            and (s.lease is None or s.lease.expires_at <= now)
+        )
+        leases = []
+        expires = datetime.fromtimestamp(time.time() + lease_seconds, timezone.utc)
+        for _, sid in due[:limit]:
+            sess = self._sessions[sid]
+            sess.lease_epoch += 1
+            sess.lease = Lease(sid, owner, sess.lease_epoch, expires)
+            leases.append(sess.lease)
+        return leases
+
+    async def release(self, lease: Lease, *, due_at: datetime | None, as_of_seq: int) -> bool:
+        sess = self._sessions.get(lease.session_id)
+        if sess is None or sess.lease is None or sess.lease.token != lease.token \
+                or sess.lease.owner != lease.owner:
+            return False
+        sess.lease = None
+        self._mark(sess, due_at, as_of_seq)
+        return True
+
+    async def list_due(self, *, limit: int | None = 100) -> list[tuple[str, datetime]]:
+        rows = sorted((s.due_at, sid) for sid, s in self._sessions.items() if s.due_at is not None)
+        out = [(sid, at) for at, sid in rows]
+        return out if limit is None else out[:limit]
 
     async def close(self) -> None:
         return None

@@ -14,7 +14,7 @@ from .base import LedgerEntry
 LEDGER_COLUMNS = (
     "session_id", "outcome", "reason", "lo", "hi", "messages_folded", "tokens_folded",
     "summary_tokens", "input_tokens", "output_tokens", "calls", "model", "latency_ms",
-    "error_class", "error", "started_at", "key",
+    "error_class", "error", "started_at", "key", "owner", "lease_token",
 )
 
 

@@ -15,6 +15,7 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -25,7 +26,15 @@ from typing import Any, TypeVar
 from ..errors import ConfigError, ConflictError, ContextFoldError, StorageError
 from ..messages import StoredMessage, check_sequence
 from ..policy import SessionStats
-from .base import AppendResult, FoldCommit, LedgerEntry, PreparedMessage, Retention, Summary
+from .base import (
+    AppendResult,
+    FoldCommit,
+    Lease,
+    LedgerEntry,
+    PreparedMessage,
+    Retention,
+    Summary,
+)
 from .rows import (
     LEDGER_COLUMNS,
     decode_message,
@@ -92,10 +101,31 @@ CREATE TABLE ledger (
 CREATE INDEX ledger_session ON ledger (session_id, id);
 """
 
+# Due and lease times are REAL unix seconds so they compare as numbers.
+_DUE_AND_LEASES = """
+ALTER TABLE sessions ADD COLUMN due_at REAL;
+ALTER TABLE sessions ADD COLUMN due_seq INTEGER NOT NULL DEFAULT -1;
+ALTER TABLE sessions ADD COLUMN lease_owner TEXT;
+ALTER TABLE sessions ADD COLUMN lease_expires REAL;
+ALTER TABLE sessions ADD COLUMN lease_token INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX sessions_due ON sessions (due_at) WHERE due_at IS NOT NULL;
+ALTER TABLE ledger ADD COLUMN owner TEXT;
+ALTER TABLE ledger ADD COLUMN lease_token INTEGER;
+"""
+
 #: Ordered (version, name, SQL). Append new ones; never edit an applied migration.
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial schema", _INITIAL),
+    (2, "due sessions and leases", _DUE_AND_LEASES),
 ]
+
+
+def _epoch(value: datetime | None) -> float | None:
+    return value.timestamp() if value is not None else None
+
+
+def _from_epoch(value: float) -> datetime:
+    return datetime.fromtimestamp(value, timezone.utc)
 
 _SESSION_COLS = (
     "session_id, last_seq, live_count, live_tokens, through_seq, summary_version, "
@@ -297,6 +327,11 @@ class SQLiteStore:
             ).fetchone()
             if row is None:
                 raise ConflictError(f"session {commit.session_id!r} no longer exists")
+            if commit.lease is not None and not self._holds(conn, commit.lease):
+                raise ConflictError(
+                    f"lease {commit.lease.token} of {commit.lease.owner!r} on session "
+                    f"{commit.session_id!r} expired or was taken over; the fold is fenced off"
+                )
             version, through, last = row
             if version != commit.expected_version:
                 raise ConflictError(
@@ -343,6 +378,69 @@ class SQLiteStore:
             ledger_values(entry),
         )
         return int(cur.lastrowid or 0)
+
+    @staticmethod
+    def _holds(conn: sqlite3.Connection, lease: Lease, *, unexpired: bool = True) -> bool:
+        row = conn.execute(
+            "SELECT lease_owner, lease_token, lease_expires FROM sessions WHERE session_id = ?",
+            (lease.session_id,),
+        ).fetchone()
+        return (
+            row is not None and row[0] == lease.owner and row[1] == lease.token
+            and (not unexpired or row[2] > time.time())
+        )
+
+    @staticmethod
+    def _mark(conn: sqlite3.Connection, sid: str, due_at: datetime | None, as_of: int) -> None:
+        conn.execute(
+            "UPDATE sessions SET due_at = ?, due_seq = ? WHERE session_id = ? AND due_seq <= ?",
+            (_epoch(due_at), as_of, sid, as_of),
+        )
+
+    async def mark_due(self, session_id: str, due_at: datetime | None, *, as_of_seq: int) -> None:
+        await self._write(lambda conn: self._mark(conn, session_id, due_at, as_of_seq))
+
+    async def claim_due(self, owner: str, *, limit: int, lease_seconds: float) -> list[Lease]:
+        def do(conn: sqlite3.Connection) -> list[Lease]:
+            now = time.time()
+            rows = conn.execute(
+                "SELECT session_id, lease_token FROM sessions WHERE due_at <= ? "
+                "AND (lease_expires IS NULL OR lease_expires <= ?) "
+                "ORDER BY due_at, session_id LIMIT ?",
+                (now, now, limit),
+            ).fetchall()
+            expires = now + lease_seconds
+            conn.executemany(
+                "UPDATE sessions SET lease_owner = ?, lease_expires = ?, "
+                "lease_token = lease_token + 1 WHERE session_id = ?",
+                [(owner, expires, sid) for sid, _ in rows],
+            )
+            return [Lease(sid, owner, token + 1, _from_epoch(expires)) for sid, token in rows]
+
+        return await self._write(do)
+
+    async def release(self, lease: Lease, *, due_at: datetime | None, as_of_seq: int) -> bool:
+        def do(conn: sqlite3.Connection) -> bool:
+            if not self._holds(conn, lease, unexpired=False):
+                return False
+            conn.execute(
+                "UPDATE sessions SET lease_owner = NULL, lease_expires = NULL "
+                "WHERE session_id = ?", (lease.session_id,),
+            )
+            self._mark(conn, lease.session_id, due_at, as_of_seq)
+            return True
+
+        return await self._write(do)
+
+    async def list_due(self, *, limit: int | None = 100) -> list[tuple[str, datetime]]:
+        def do(conn: sqlite3.Connection) -> list[tuple[str, datetime]]:
+            rows = conn.execute(
+                "SELECT session_id, due_at FROM sessions WHERE due_at IS NOT NULL "
+                "ORDER BY due_at, session_id LIMIT ?", (-1 if limit is None else limit,),
+            ).fetchall()
+            return [(sid, _from_epoch(at)) for sid, at in rows]
+
+        return await self._call(do)
 
     async def record_attempt(self, entry: LedgerEntry) -> int:
         return await self._write(lambda conn: self._insert_ledger(conn, entry))

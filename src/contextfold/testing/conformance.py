@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from ..errors import ConflictError, ValidationError
 from ..messages import MediaPart, Message, TextPart, ToolCall
 from ..stores.base import FoldCommit, LedgerEntry, PreparedMessage, Retention, Store
+from .leases import LeaseConformance
 
 __all__ = ["StoreConformance", "check_invariant"]
 
@@ -48,7 +49,7 @@ async def check_invariant(store: Store, session_id: str) -> None:
         assert all(m.seq > stats.through_seq for m in everything)
 
 
-class StoreConformance:
+class StoreConformance(LeaseConformance):
     """The contract of :class:`~contextfold.stores.base.Store`, as tests."""
 
     def make_store(self, retention: Retention = "archive") -> Store:
