@@ -4,6 +4,7 @@ message, a timestamp and a ledger row become columns and back."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -28,6 +29,34 @@ def decode_message(seq: int, body: str, tokens: int, folded: bool = False) -> St
     except (ValueError, ValidationError) as exc:
         raise StorageError(f"stored message seq {seq} cannot be read back: {exc}") from exc
     return StoredMessage(seq=seq, message=msg, tokens=tokens, folded=folded)
+
+
+class MessageDecoder:
+    """Decodes stored message rows, reusing earlier results for identical rows.
+
+    Live messages are read every turn; decoding (JSON + validation) is the costly part,
+    so a decoded message is kept under (session, seq) together with the row body it came
+    from and reused only when the body read now is the same text — a deleted and
+    re-created session with other content at the same seq is decoded afresh. Bounded:
+    past ``max_entries`` the cache starts over.
+    """
+
+    def __init__(self, max_entries: int = 200_000) -> None:
+        self.max_entries = max_entries
+        self._cache: dict[tuple[str, int], tuple[str, StoredMessage]] = {}
+
+    def decode(
+        self, session_id: str, seq: int, body: str, tokens: int, folded: bool = False
+    ) -> StoredMessage:
+        hit = self._cache.get((session_id, seq))
+        if hit is not None and hit[0] == body and hit[1].tokens == tokens:
+            stored = hit[1]
+            return stored if stored.folded == folded else replace(stored, folded=folded)
+        stored = decode_message(seq, body, tokens, folded)
+        if len(self._cache) >= self.max_entries:
+            self._cache.clear()
+        self._cache[(session_id, seq)] = (body, stored)
+        return stored
 
 
 def encode_time(value: datetime | None) -> str | None:

@@ -37,7 +37,7 @@ from .base import (
 )
 from .rows import (
     LEDGER_COLUMNS,
-    decode_message,
+    MessageDecoder,
     decode_time,
     encode_message,
     encode_time,
@@ -167,6 +167,7 @@ class SQLiteStore:
         self.synchronous = synchronous.upper()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="contextfold-sqlite")
         self._conn: sqlite3.Connection | None = None
+        self._decoder = MessageDecoder()
         self._closed = False
         self._lock = threading.Lock()
 
@@ -495,7 +496,7 @@ class SQLiteStore:
                 "ORDER BY seq LIMIT ?",
                 (session_id, start, -1 if limit is None else limit),
             ).fetchall()
-            return [decode_message(s, b, t, s <= through) for s, b, t in rows]
+            return [self._decoder.decode(session_id, s, b, t, s <= through) for s, b, t in rows]
 
         return await self._read(do)
 
