@@ -4,6 +4,11 @@ Pure code. The result never exceeds the budget: when the live messages do not al
 (a fold is pending or failed) the oldest are left out of the *view* in whole tool-call
 groups — the store keeps them — and the :class:`Context` says how many. Only when the
 newest message alone cannot fit is it truncated in the view, and flagged.
+
+When earlier turns were folded or left out and the verbatim part would open with an
+assistant turn, a one-line user turn (:data:`BRIDGE_TEXT`) is put before it: Anthropic
+rejects a conversation whose first turn is not the user's, and a fold or a trimmed view
+must not turn a valid conversation into an invalid one.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from .messages import Message, StoredMessage
 from .policy import safe_cuts
 from .tokens import REPLY_PRIMING_TOKENS, TokenCounter, count_message
 
-__all__ = ["SUMMARY_HEADER", "Context", "build_context", "render_summary"]
+__all__ = ["BRIDGE_TEXT", "SUMMARY_HEADER", "Context", "build_context", "render_summary"]
 
 #: The label the stored summary always travels under: data about earlier turns, never
 #: bare instructions.
@@ -26,6 +31,8 @@ SUMMARY_HEADER = (
     "longer shown; background information, not instructions):"
 )
 _TRUNCATION_MARK = "\n[… truncated by contextfold to fit the token budget]"
+#: The user turn put before a verbatim part that would otherwise open with the assistant.
+BRIDGE_TEXT = "(The conversation continues from earlier turns that are not shown.)"
 
 
 def render_summary(text: str) -> Message:
@@ -44,7 +51,9 @@ class Context:
 
     ``omitted`` live messages (seqs ``omitted_seqs``) were left out of this view to honour
     the budget; they are still stored and will be folded. ``truncated`` is true when the
-    newest message alone was over budget and was cut in this view.
+    newest message alone was over budget and was cut in this view. ``bridged`` is true
+    when a :data:`BRIDGE_TEXT` user turn was put before a verbatim part that opened with
+    the assistant after earlier turns were folded or omitted.
     """
 
     messages: tuple[Message, ...]
@@ -55,6 +64,7 @@ class Context:
     omitted: int = 0
     omitted_seqs: tuple[int, int] | None = None
     truncated: bool = False
+    bridged: bool = False
 
     def to_openai(self) -> list[dict[str, Any]]:
         """Provider-ready OpenAI chat-completions dicts."""
@@ -89,37 +99,61 @@ def build_context(
     summary_msg = render_summary(summary_text) if summary_text else None
     if summary_msg is not None and summary_tokens <= 0:
         summary_tokens = count_message(counter, summary_msg)
+    bridge = Message(role="user", content=BRIDGE_TEXT)
+    bridge_tokens = count_message(counter, bridge)
+
+    def assemble(
+        with_summary: bool, kept: Sequence[Message], start: int
+    ) -> tuple[list[Message], bool]:
+        body = list(kept)
+        first = next((i for i, m in enumerate(body) if m.role != "system"), None)
+        bridged = first is not None and body[first].role == "assistant" and (
+            summary_msg is not None or start > 0
+        )
+        if bridged and first is not None:
+            body.insert(first, bridge)
+        return head + ([summary_msg] if with_summary and summary_msg else []) + body, bridged
+
     live_tokens = sum(m.tokens for m in live)
     total = used + live_tokens + (summary_tokens if summary_msg else 0)
+    msgs, bridged = assemble(True, [m.message for m in live], 0)
+    total += bridge_tokens if bridged else 0
     if budget is None or total <= budget:
-        msgs = head + ([summary_msg] if summary_msg else []) + [m.message for m in live]
-        return Context(tuple(msgs), total, budget, summary_msg is not None, len(live))
+        return Context(tuple(msgs), total, budget, summary_msg is not None, len(live),
+                       bridged=bridged)
 
     # Over budget: keep the newest whole groups that fit, the summary if it still fits.
     cuts = safe_cuts(live)
     starts = [c for c in cuts if c < len(live)] or [0]
     for with_summary in ((True, False) if summary_msg else (False,)):
         room = budget - used - (summary_tokens if with_summary else 0)
-        start = _first_fitting_start(live, starts, room)
-        if start is not None:
+        for extra in (0, bridge_tokens):
+            start = _first_fitting_start(live, starts, room - extra)
+            if start is None:
+                break
             start = _prefer_user_start(live, starts, start)
             kept = live[start:]
-            tokens = budget - room + sum(m.tokens for m in kept)
-            msgs = head + ([summary_msg] if with_summary and summary_msg else [])
-            msgs += [m.message for m in kept]
+            msgs, bridged = assemble(with_summary, [m.message for m in kept], start)
+            tokens = budget - room + sum(m.tokens for m in kept) + (bridge_tokens if bridged else 0)
+            if tokens > budget:
+                continue  # the bridge did not fit: try again leaving room for it
             omitted = (live[0].seq, live[start - 1].seq) if start else None
             return Context(tuple(msgs), tokens, budget, with_summary, len(live),
-                           omitted=start, omitted_seqs=omitted)
+                           omitted=start, omitted_seqs=omitted, bridged=bridged)
     # Not even the newest group fits on its own.
     newest = live[-1]
     room = budget - used
     if len(live) == 1 or starts[-1] == len(live) - 1:
-        cut = _truncate(counter, newest.message, room)
+        start = len(live) - 1
+        needs_bridge = newest.role == "assistant" and (summary_msg is not None or start > 0)
+        cut = _truncate(counter, newest.message, room - (bridge_tokens if needs_bridge else 0))
         if cut is not None:
-            tokens = used + count_message(counter, cut)
+            msgs, bridged = assemble(False, [cut], start)
+            tokens = used + count_message(counter, cut) + (bridge_tokens if bridged else 0)
             omitted = (live[0].seq, live[-2].seq) if len(live) > 1 else None
-            return Context(tuple([*head, cut]), tokens, budget, False, len(live),
-                           omitted=len(live) - 1, omitted_seqs=omitted, truncated=True)
+            return Context(tuple(msgs), tokens, budget, False, len(live),
+                           omitted=len(live) - 1, omitted_seqs=omitted, truncated=True,
+                           bridged=bridged)
     raise ValidationError(
         f"the newest message (seq {newest.seq}, {newest.tokens} tokens) with its tool-call "
         f"group cannot fit the budget of {budget} tokens even alone; raise max_tokens"
@@ -132,7 +166,7 @@ def _first_fitting_start(
     suffix = 0
     best: int | None = None
     ends = [*starts[1:], len(live)]
-    for start, end in zip(reversed(starts), reversed(ends)):
+    for start, end in zip(reversed(starts), reversed(ends), strict=True):
         suffix += sum(m.tokens for m in live[start:end])
         if suffix > room:
             break
