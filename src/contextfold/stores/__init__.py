@@ -49,8 +49,16 @@ def _memory(url: str) -> Store:
     return MemoryStore()
 
 
+def _postgres(url: str) -> Store:
+    from .postgres import PostgresStore  # raises ConfigError naming the extra if missing
+
+    return PostgresStore(url)
+
+
 register_scheme("sqlite", _sqlite)
 register_scheme("memory", _memory)
+register_scheme("postgresql", _postgres)
+register_scheme("postgres", _postgres)
 
 
 def open_store(store: Store | str | os.PathLike[str] | None) -> Store:
@@ -80,5 +88,5 @@ def open_store(store: Store | str | os.PathLike[str] | None) -> Store:
             raise ConfigError(f"unknown store scheme {scheme!r} in {store!r}{hint}")
         return factory(store)
     if all(callable(getattr(store, m, None)) for m in _CORE_METHODS):
-        return store  # type: ignore[return-value]
+        return store
     raise ConfigError(f"not a store or store URL: {store!r}")
