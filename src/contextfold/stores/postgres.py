@@ -1,0 +1,566 @@
+"""PostgreSQL store: many processes on many machines share the sessions.
+
+psycopg 3 with an async connection pool (sync use goes through ``Memory``, which runs the
+async engine on its own loop thread). Same schema concepts as SQLite — a ``sessions`` row
+with running totals and the ``through_seq`` cursor, ``messages``, ``ledger`` — in a
+PostgreSQL schema of its own (``contextfold`` by default), with numbered migrations
+applied by :meth:`PostgresStore.setup` under an advisory lock, so any number of processes
+may call it at once.
+
+Locking: every write transaction locks the one ``sessions`` row it touches first
+(``SELECT … FOR UPDATE``) and then its messages, so locks are always taken in the same
+order and held for a few statements only. No transaction ever spans a summarizer call
+(the engine commits a fold in one short compare-and-set transaction), so an append waits
+at most for another short transaction, never for a running fold. Workers claim due
+sessions with ``FOR UPDATE SKIP LOCKED``; lease times use the server clock, so workers on
+machines with skewed clocks agree on expiry. Every connection carries a statement
+timeout, a lock timeout and an idle-in-transaction timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
+from datetime import datetime
+from typing import Any, TypeVar
+
+from ..errors import ConfigError, ConflictError, ContextFoldError, StorageError
+from ..messages import StoredMessage, check_sequence
+from ..policy import SessionStats
+from .base import (
+    AppendResult,
+    FoldCommit,
+    Lease,
+    LedgerEntry,
+    PreparedMessage,
+    Retention,
+    Summary,
+)
+from .rows import LEDGER_COLUMNS, decode_message, encode_message, ledger_from_row, ledger_values
+
+try:
+    import psycopg
+    from psycopg import sql
+    from psycopg_pool import AsyncConnectionPool, PoolTimeout
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ConfigError(
+        'the PostgreSQL store needs psycopg 3: pip install "contextfold[postgres]"'
+    ) from exc
+
+__all__ = ["MIGRATIONS", "PostgresStore"]
+
+T = TypeVar("T")
+Conn = psycopg.AsyncConnection[tuple[Any, ...]]
+
+_INITIAL = """
+CREATE TABLE sessions (
+    session_id text PRIMARY KEY,
+    last_seq bigint NOT NULL DEFAULT 0,
+    live_count bigint NOT NULL DEFAULT 0,
+    live_tokens bigint NOT NULL DEFAULT 0,
+    through_seq bigint NOT NULL DEFAULT 0,
+    summary_version bigint NOT NULL DEFAULT 0,
+    summary_text text,
+    summary_tokens bigint NOT NULL DEFAULT 0,
+    summary_updated_at timestamptz,
+    pending_calls text NOT NULL DEFAULT '[]',
+    last_activity timestamptz,
+    reported_input_tokens bigint,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX sessions_activity ON sessions (last_activity);
+CREATE TABLE messages (
+    session_id text NOT NULL,
+    seq bigint NOT NULL,
+    client_id text,
+    role text NOT NULL,
+    body text NOT NULL,
+    tokens integer NOT NULL,
+    created_at timestamptz NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+CREATE UNIQUE INDEX messages_client_id ON messages (session_id, client_id)
+    WHERE client_id IS NOT NULL;
+CREATE TABLE ledger (
+    id bigserial PRIMARY KEY,
+    session_id text NOT NULL,
+    outcome text NOT NULL,
+    reason text NOT NULL DEFAULT '',
+    lo bigint NOT NULL DEFAULT 0,
+    hi bigint NOT NULL DEFAULT 0,
+    messages_folded bigint NOT NULL DEFAULT 0,
+    tokens_folded bigint NOT NULL DEFAULT 0,
+    summary_tokens bigint NOT NULL DEFAULT 0,
+    input_tokens bigint NOT NULL DEFAULT 0,
+    output_tokens bigint NOT NULL DEFAULT 0,
+    calls bigint NOT NULL DEFAULT 0,
+    model text,
+    latency_ms double precision NOT NULL DEFAULT 0,
+    error_class text,
+    error text,
+    started_at timestamptz,
+    key text
+);
+CREATE INDEX ledger_session ON ledger (session_id, id);
+"""
+
+_DUE_AND_LEASES = """
+ALTER TABLE sessions
+    ADD COLUMN due_at timestamptz,
+    ADD COLUMN due_seq bigint NOT NULL DEFAULT -1,
+    ADD COLUMN lease_owner text,
+    ADD COLUMN lease_expires timestamptz,
+    ADD COLUMN lease_token bigint NOT NULL DEFAULT 0;
+CREATE INDEX sessions_due ON sessions (due_at) WHERE due_at IS NOT NULL;
+ALTER TABLE ledger ADD COLUMN owner text, ADD COLUMN lease_token bigint;
+"""
+
+#: Ordered (version, name, SQL), the same steps as SQLite's. Append; never edit one.
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (1, "initial schema", _INITIAL),
+    (2, "due sessions and leases", _DUE_AND_LEASES),
+]
+
+_SESSION_COLS = (
+    "session_id, last_seq, live_count, live_tokens, through_seq, summary_version, "
+    "summary_tokens, pending_calls, last_activity, reported_input_tokens"
+)
+_LEDGER_INSERT = (
+    f"INSERT INTO ledger ({', '.join(LEDGER_COLUMNS)}) "
+    f"VALUES ({', '.join('%s' for _ in LEDGER_COLUMNS)}) RETURNING id"
+)
+_LEDGER_SELECT = ", ".join(("id", *LEDGER_COLUMNS))
+_STARTED_AT = LEDGER_COLUMNS.index("started_at")
+_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_MIGRATION_LOCK = 0x636F6E74  # advisory lock key ("cont"), scoped to the database
+
+
+def _stats(row: Sequence[Any]) -> SessionStats:
+    return SessionStats(
+        session_id=row[0], last_seq=row[1], live_count=row[2], live_tokens=row[3],
+        through_seq=row[4], summary_version=row[5], summary_tokens=row[6],
+        pending_calls=tuple(json.loads(row[7])), last_activity=row[8],
+        reported_input_tokens=row[9],
+    )
+
+
+def _ledger_params(entry: LedgerEntry) -> tuple[Any, ...]:
+    values = list(ledger_values(entry))
+    values[_STARTED_AT] = entry.started_at  # a real timestamptz, not text
+    return tuple(values)
+
+
+class PostgresStore:
+    """Sessions in PostgreSQL. ``url``: a libpq URL (``postgresql://user@host/db``).
+
+    ``schema``: the PostgreSQL schema holding the tables (created by :meth:`setup`).
+    ``pool_size``: most connections this store opens. Timeouts are in seconds:
+    ``statement_timeout`` bounds every statement, ``lock_timeout`` every wait for a row
+    lock, ``idle_in_transaction_timeout`` lets the server end a transaction its client
+    abandoned (and so free its locks).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        retention: Retention = "archive",
+        schema: str = "contextfold",
+        pool_size: int = 10,
+        connect_timeout: float = 10.0,
+        statement_timeout: float = 30.0,
+        lock_timeout: float = 10.0,
+        idle_in_transaction_timeout: float = 60.0,
+    ) -> None:
+        if retention not in ("archive", "delete"):
+            raise ConfigError(f"retention must be 'archive' or 'delete', got {retention!r}")
+        if not _SCHEMA_NAME.match(schema):
+            raise ConfigError(f"schema must be a lower-case SQL identifier, got {schema!r}")
+        if pool_size < 1:
+            raise ConfigError(f"pool_size must be >= 1, got {pool_size!r}")
+        self.url = url
+        self.retention: Retention = retention
+        self.schema = schema
+        self.pool_size = pool_size
+        self.connect_timeout = connect_timeout
+        self._settings = {
+            "statement_timeout": int(statement_timeout * 1000),
+            "lock_timeout": int(lock_timeout * 1000),
+            "idle_in_transaction_session_timeout": int(idle_in_transaction_timeout * 1000),
+        }
+        self._pool: AsyncConnectionPool[Conn] | None = None
+        self._pool_lock: asyncio.Lock | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({_redact(self.url)!r}, schema={self.schema!r})"
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    async def _configure(self, conn: Conn) -> None:
+        for name, value in self._settings.items():
+            await conn.execute(sql.SQL("SET {} = {}").format(sql.SQL(name), sql.Literal(value)))
+        await conn.execute("SET TIME ZONE 'UTC'")
+        await conn.execute(sql.SQL("SET search_path = {}").format(sql.Identifier(self.schema)))
+
+    async def _get_pool(self) -> AsyncConnectionPool[Conn]:
+        if self._closed:
+            raise StorageError(f"{self!r} is closed")
+        if self._pool is None:
+            if self._pool_lock is None:
+                self._pool_lock = asyncio.Lock()
+            async with self._pool_lock:
+                if self._pool is None:
+                    pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
+                        self.url, min_size=1, max_size=self.pool_size, open=False,
+                        kwargs={"autocommit": True}, configure=self._configure,
+                        timeout=self.connect_timeout, name=f"contextfold-{self.schema}",
+                    )
+                    try:
+                        await pool.open(wait=True, timeout=self.connect_timeout)
+                    except (psycopg.Error, PoolTimeout) as exc:
+                        await pool.close()
+                        raise StorageError(
+                            f"cannot connect to PostgreSQL at {_redact(self.url)!r}: {exc}"
+                        ) from exc
+                    self._pool = pool
+        return self._pool
+
+    async def _tx(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
+        """Run ``fn`` in one transaction; roll back on any error; translate driver errors."""
+        pool = await self._get_pool()
+        try:
+            async with pool.connection() as conn, conn.transaction():
+                return await fn(conn)
+        except ContextFoldError:
+            raise
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise StorageError(f"PostgreSQL error on {self!r}: {exc}") from exc
+
+    async def _lock_session(self, conn: Conn, session_id: str, cols: str) -> Any:
+        cur = await conn.execute(
+            f"SELECT {cols} FROM sessions WHERE session_id = %s FOR UPDATE", (session_id,))
+        return await cur.fetchone()
+
+    # -- schema ----------------------------------------------------------------------------
+
+    async def setup(self) -> None:
+        async def migrate(conn: Conn) -> None:
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            await conn.execute(
+                sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema)))
+            await conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, "
+                "name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            cur = await conn.execute("SELECT version FROM schema_migrations")
+            done = {r[0] for r in await cur.fetchall()}
+            for version, name, script in MIGRATIONS:
+                if version in done:
+                    continue
+                for statement in script.split(";"):
+                    if statement.strip():
+                        await conn.execute(statement)
+                await conn.execute(
+                    "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
+                    (version, name),
+                )
+
+        await self._tx(migrate)
+
+    # -- writes ----------------------------------------------------------------------------
+
+    async def append(
+        self, session_id: str, items: Sequence[PreparedMessage], now: datetime
+    ) -> AppendResult:
+        async def do(conn: Conn) -> AppendResult:
+            row = await self._lock_session(conn, session_id, _SESSION_COLS)
+            if row is None:  # a first append; a concurrent one may be creating it too
+                await conn.execute(
+                    "INSERT INTO sessions (session_id, last_activity, created_at) "
+                    "VALUES (%s, %s, %s) ON CONFLICT (session_id) DO NOTHING",
+                    (session_id, now, now),
+                )
+                row = await self._lock_session(conn, session_id, _SESSION_COLS)
+            stats = _stats(row)
+            wanted = [i.message.id for i in items if i.message.id is not None]
+            known: dict[str, int] = {}
+            if wanted and stats.last_seq:
+                cur = await conn.execute(
+                    "SELECT client_id, seq FROM messages WHERE session_id = %s "
+                    "AND client_id = ANY(%s)", (session_id, wanted),
+                )
+                known = {cid: seq for cid, seq in await cur.fetchall()}
+            seqs: list[int] = []
+            fresh: list[tuple[int, PreparedMessage]] = []
+            seq = stats.last_seq
+            for item in items:
+                mid = item.message.id
+                if mid is not None and mid in known:
+                    seqs.append(known[mid])
+                    continue
+                seq += 1
+                if mid is not None:
+                    known[mid] = seq
+                fresh.append((seq, item))
+                seqs.append(seq)
+            pending = check_sequence((i.message for _, i in fresh), stats.pending_calls)
+            if not fresh:
+                if stats.last_seq == 0:  # nothing stored: do not leave an empty session
+                    raise _NothingToWrite(AppendResult(tuple(seqs), stats, len(items)))
+                return AppendResult(tuple(seqs), stats, len(items))
+            async with conn.cursor() as cur:
+                await cur.executemany(
+                    "INSERT INTO messages (session_id, seq, client_id, role, body, tokens, "
+                    "created_at) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                    [(session_id, s, i.message.id, i.message.role, encode_message(i.message),
+                      i.tokens, now) for s, i in fresh],
+                )
+            added = sum(i.tokens for _, i in fresh)
+            await conn.execute(
+                "UPDATE sessions SET last_seq = %s, live_count = live_count + %s, "
+                "live_tokens = live_tokens + %s, pending_calls = %s, last_activity = %s "
+                "WHERE session_id = %s",
+                (seq, len(fresh), added, json.dumps(pending), now, session_id),
+            )
+            new = replace(
+                stats, last_seq=seq, live_count=stats.live_count + len(fresh),
+                live_tokens=stats.live_tokens + added, pending_calls=pending, last_activity=now,
+            )
+            return AppendResult(tuple(seqs), new, len(items) - len(fresh))
+
+        try:
+            return await self._tx(do)
+        except _NothingToWrite as nothing:
+            return nothing.result
+
+    async def commit_fold(self, commit: FoldCommit, entry: LedgerEntry) -> Summary:
+        async def do(conn: Conn) -> Summary:
+            row = await self._lock_session(
+                conn, commit.session_id,
+                "summary_version, through_seq, last_seq, lease_owner, lease_token, "
+                "lease_expires > now()",
+            )
+            if row is None:
+                raise ConflictError(f"session {commit.session_id!r} no longer exists")
+            version, through, last, owner, token, unexpired = row
+            lease = commit.lease
+            if lease is not None and (owner, token, unexpired) != (lease.owner, lease.token, True):
+                raise ConflictError(
+                    f"lease {lease.token} of {lease.owner!r} on session {commit.session_id!r} "
+                    "expired or was taken over; the fold is fenced off"
+                )
+            if version != commit.expected_version:
+                raise ConflictError(
+                    f"session {commit.session_id!r} summary is at version {version}, "
+                    f"the fold started from {commit.expected_version}"
+                )
+            if commit.lo != through + 1 or not (commit.lo <= commit.hi <= last):
+                raise ConflictError(
+                    f"fold span {commit.lo}..{commit.hi} does not start at the first live "
+                    f"message {through + 1} or passes the last {last}"
+                )
+            cur = await conn.execute(
+                "SELECT count(*), coalesce(sum(tokens), 0) FROM messages "
+                "WHERE session_id = %s AND seq BETWEEN %s AND %s",
+                (commit.session_id, commit.lo, commit.hi),
+            )
+            count, tokens = await cur.fetchone() or (0, 0)
+            if count != commit.hi - commit.lo + 1:
+                raise StorageError(
+                    f"session {commit.session_id!r} is missing messages in {commit.lo}..{commit.hi}"
+                )
+            await conn.execute(
+                "UPDATE sessions SET summary_version = summary_version + 1, summary_text = %s, "
+                "summary_tokens = %s, summary_updated_at = %s, through_seq = %s, "
+                "live_count = live_count - %s, live_tokens = live_tokens - %s, "
+                "reported_input_tokens = NULL WHERE session_id = %s",
+                (commit.text, commit.tokens, entry.started_at, commit.hi, count, tokens,
+                 commit.session_id),
+            )
+            if self.retention == "delete":
+                await conn.execute(
+                    "DELETE FROM messages WHERE session_id = %s AND seq BETWEEN %s AND %s",
+                    (commit.session_id, commit.lo, commit.hi),
+                )
+            await conn.execute(_LEDGER_INSERT, _ledger_params(entry))
+            return Summary(commit.text, commit.hi, version + 1, commit.tokens, entry.started_at)
+
+        return await self._tx(do)
+
+    async def record_attempt(self, entry: LedgerEntry) -> int:
+        async def do(conn: Conn) -> int:
+            cur = await conn.execute(_LEDGER_INSERT, _ledger_params(entry))
+            row = await cur.fetchone()
+            return int(row[0]) if row else 0
+
+        return await self._tx(do)
+
+    async def record_usage(self, session_id: str, input_tokens: int) -> None:
+        async def do(conn: Conn) -> None:
+            await conn.execute(
+                "UPDATE sessions SET reported_input_tokens = %s WHERE session_id = %s",
+                (input_tokens, session_id),
+            )
+
+        await self._tx(do)
+
+    async def delete(self, session_id: str, *, if_last_seq: int | None = None) -> bool:
+        async def do(conn: Conn) -> bool:
+            row = await self._lock_session(conn, session_id, "last_seq")
+            if row is None or (if_last_seq is not None and row[0] != if_last_seq):
+                return False
+            for table in ("messages", "ledger", "sessions"):
+                await conn.execute(
+                    f"DELETE FROM {table} WHERE session_id = %s",
+                    (session_id,),
+                )
+            return True
+
+        return await self._tx(do)
+
+    # -- due sessions and leases -----------------------------------------------------------
+
+    async def mark_due(self, session_id: str, due_at: datetime | None, *, as_of_seq: int) -> None:
+        async def do(conn: Conn) -> None:
+            await conn.execute(
+                "UPDATE sessions SET due_at = %s, due_seq = %s "
+                "WHERE session_id = %s AND due_seq <= %s",
+                (due_at, as_of_seq, session_id, as_of_seq),
+            )
+
+        await self._tx(do)
+
+    async def claim_due(self, owner: str, *, limit: int, lease_seconds: float) -> list[Lease]:
+        async def do(conn: Conn) -> list[Lease]:
+            cur = await conn.execute(
+                "WITH due AS ("
+                " SELECT session_id FROM sessions WHERE due_at <= now()"
+                " AND (lease_expires IS NULL OR lease_expires <= now())"
+                " ORDER BY due_at, session_id LIMIT %s FOR UPDATE SKIP LOCKED)"
+                " UPDATE sessions s SET lease_owner = %s,"
+                " lease_expires = now() + make_interval(secs => %s),"
+                " lease_token = s.lease_token + 1"
+                " FROM due WHERE s.session_id = due.session_id"
+                " RETURNING s.session_id, s.lease_token, s.lease_expires, s.due_at",
+                (limit, owner, float(lease_seconds)),
+            )
+            rows = sorted(await cur.fetchall(), key=lambda r: (r[3], r[0]))
+            return [Lease(sid, owner, token, expires) for sid, token, expires, _ in rows]
+
+        return await self._tx(do)
+
+    async def release(self, lease: Lease, *, due_at: datetime | None, as_of_seq: int) -> bool:
+        async def do(conn: Conn) -> bool:
+            cur = await conn.execute(
+                "UPDATE sessions SET lease_owner = NULL, lease_expires = NULL, "
+                "due_at = CASE WHEN due_seq <= %s THEN %s ELSE due_at END, "
+                "due_seq = greatest(due_seq, %s) "
+                "WHERE session_id = %s AND lease_owner = %s AND lease_token = %s",
+                (as_of_seq, due_at, as_of_seq, lease.session_id, lease.owner, lease.token),
+            )
+            return cur.rowcount == 1
+
+        return await self._tx(do)
+
+    async def list_due(self, *, limit: int | None = 100) -> list[tuple[str, datetime]]:
+        async def do(conn: Conn) -> list[tuple[str, datetime]]:
+            cur = await conn.execute(
+                "SELECT session_id, due_at FROM sessions WHERE due_at IS NOT NULL "
+                "ORDER BY due_at, session_id LIMIT %s", (limit,),
+            )
+            return [(sid, at) for sid, at in await cur.fetchall()]
+
+        return await self._tx(do)
+
+    # -- reads -----------------------------------------------------------------------------
+
+    async def stats(self, session_id: str) -> SessionStats | None:
+        async def do(conn: Conn) -> SessionStats | None:
+            cur = await conn.execute(
+                f"SELECT {_SESSION_COLS} FROM sessions WHERE session_id = %s", (session_id,))
+            row = await cur.fetchone()
+            return _stats(row) if row else None
+
+        return await self._tx(do)
+
+    async def live(self, session_id: str) -> list[StoredMessage]:
+        return await self.messages(session_id, include_folded=False)
+
+    async def messages(
+        self, session_id: str, *, include_folded: bool = True, after_seq: int = 0,
+        limit: int | None = None,
+    ) -> list[StoredMessage]:
+        async def do(conn: Conn) -> list[StoredMessage]:
+            # One statement, so the cursor and the rows come from the same snapshot.
+            cur = await conn.execute(
+                "SELECT m.seq, m.body, m.tokens, s.through_seq FROM sessions s "
+                "JOIN messages m ON m.session_id = s.session_id "
+                "WHERE s.session_id = %s AND m.seq > %s AND (%s OR m.seq > s.through_seq) "
+                "ORDER BY m.seq LIMIT %s",
+                (session_id, after_seq, include_folded, limit),
+            )
+            return [decode_message(s, b, t, s <= th) for s, b, t, th in await cur.fetchall()]
+
+        return await self._tx(do)
+
+    async def summary(self, session_id: str) -> Summary | None:
+        async def do(conn: Conn) -> Summary | None:
+            cur = await conn.execute(
+                "SELECT summary_text, through_seq, summary_version, summary_tokens, "
+                "summary_updated_at FROM sessions WHERE session_id = %s", (session_id,),
+            )
+            row = await cur.fetchone()
+            if row is None or row[0] is None:
+                return None
+            return Summary(row[0], row[1], row[2], row[3], row[4])
+
+        return await self._tx(do)
+
+    async def ledger(
+        self, session_id: str | None = None, *, limit: int | None = 100
+    ) -> list[LedgerEntry]:
+        async def do(conn: Conn) -> list[LedgerEntry]:
+            cur = await conn.execute(
+                f"SELECT {_LEDGER_SELECT} FROM ledger "
+                "WHERE (%s::text IS NULL OR session_id = %s) ORDER BY id DESC LIMIT %s",
+                (session_id, session_id, limit),
+            )
+            return [ledger_from_row(r) for r in await cur.fetchall()]
+
+        return await self._tx(do)
+
+    async def list_sessions(
+        self, *, limit: int | None = 100, offset: int = 0
+    ) -> list[SessionStats]:
+        async def do(conn: Conn) -> list[SessionStats]:
+            cur = await conn.execute(
+                f"SELECT {_SESSION_COLS} FROM sessions "
+                "ORDER BY last_activity DESC NULLS LAST, session_id DESC LIMIT %s OFFSET %s",
+                (limit, offset),
+            )
+            return [_stats(r) for r in await cur.fetchall()]
+
+        return await self._tx(do)
+
+    async def close(self) -> None:
+        self._closed = True
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+
+class _NothingToWrite(Exception):
+    """Rolls back the placeholder session row of an append that wrote nothing."""
+
+    def __init__(self, result: AppendResult) -> None:
+        super().__init__("nothing to write")
+        self.result = result
+
+
+def _redact(url: str) -> str:
+    """The URL without its password, for messages and reprs."""
+    return re.sub(r"(://[^:/@]+):[^@/]*@", r"\1:***@", url)

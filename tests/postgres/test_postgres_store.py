@@ -1,0 +1,86 @@
+"""PostgresStore passes the store conformance suite, plus what only a server can show."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timezone
+
+import pytest
+
+from contextfold.errors import StorageError
+from contextfold.messages import Message
+from contextfold.stores import open_store
+from contextfold.stores.base import PreparedMessage, Retention, Store
+from contextfold.stores.postgres import PostgresStore
+from contextfold.testing import StoreConformance, check_invariant
+
+from .conftest import fresh_schema
+
+T0 = datetime(2026, 1, 2, tzinfo=timezone.utc)
+
+
+class TestPostgresStore(StoreConformance):
+    @pytest.fixture(autouse=True)
+    def _database(self, pg_url: str) -> None:
+        self.url = pg_url
+
+    def make_store(self, retention: Retention = "archive") -> Store:
+        return PostgresStore(self.url, retention=retention, schema=fresh_schema())
+
+
+def _msg(text: str) -> PreparedMessage:
+    return PreparedMessage(Message(role="user", content=text), 3)
+
+
+def test_open_store_knows_both_url_schemes(pg_url: str) -> None:
+    for url in (pg_url, pg_url.replace("postgresql://", "postgres://", 1)):
+        store = open_store(url)
+        assert isinstance(store, PostgresStore) and store.schema == "contextfold"
+
+
+def test_setup_from_many_connections_at_once(pg_url: str) -> None:
+    schema = fresh_schema()
+
+    async def main() -> None:
+        stores = [PostgresStore(pg_url, schema=schema, pool_size=1) for _ in range(6)]
+        try:
+            await asyncio.gather(*(s.setup() for s in stores))
+            await stores[0].append("s", [_msg("hi")], T0)
+            assert (await stores[5].stats("s")) is not None
+        finally:
+            await asyncio.gather(*(s.close() for s in stores))
+
+    asyncio.run(main())
+
+
+def test_concurrent_appends_to_one_session_get_distinct_seqs(pg_url: str) -> None:
+    async def main() -> None:
+        store = PostgresStore(pg_url, schema=fresh_schema(), pool_size=8)
+        await store.setup()
+        try:
+            results = await asyncio.gather(*(
+                store.append("s", [_msg(f"{i}a"), _msg(f"{i}b")], T0) for i in range(40)
+            ))
+            seqs = sorted(s for r in results for s in r.seqs)
+            assert seqs == list(range(1, 81))
+            await check_invariant(store, "s")
+        finally:
+            await store.close()
+
+    asyncio.run(main())
+
+
+def test_unreachable_server_is_a_storage_error() -> None:
+    async def main() -> None:
+        store = PostgresStore("postgresql://postgres@127.0.0.1:1/nope", connect_timeout=1)
+        with pytest.raises(StorageError, match="cannot connect") as info:
+            await store.setup()
+        assert info.value.__cause__ is not None
+        await store.close()
+
+    asyncio.run(main())
+
+
+def test_password_is_redacted_from_repr() -> None:
+    store = PostgresStore("postgresql://bob:s3cret@db.example/x")
+    assert "s3cret" not in repr(store)
