@@ -3,12 +3,30 @@ provider servers, and the store conformance suite every store must pass."""
 
 from __future__ import annotations
 
+from ..llm.base import block_model_requests
+from .chat import ChatRequest, FakeChat, FunctionChat
 from .conformance import StoreConformance, check_invariant
+from .provider_servers import (
+    AnthropicServer,
+    GeminiServer,
+    OpenAIServer,
+    ReceivedRequest,
+    ServerReply,
+)
 from .summarizers import ConcatSummarizer, FunctionSummarizer
 
 __all__ = [
+    "AnthropicServer",
+    "ChatRequest",
     "ConcatSummarizer",
+    "FakeChat",
+    "FunctionChat",
     "FunctionSummarizer",
+    "GeminiServer",
+    "OpenAIServer",
+    "ReceivedRequest",
+    "ServerReply",
     "StoreConformance",
+    "block_model_requests",
     "check_invariant",
 ]
