@@ -74,14 +74,20 @@ _EMAIL = re.compile(
 )
 
 
+_FILE_EXTENSIONS = frozenset({"png", "jpg", "jpeg", "gif", "svg", "webp", "pdf", "ico", "bmp"})
+
+
 class EmailDetector:
     """RFC 5322 "dot-atom" addresses as people write them (``jane.doe+news@mail.example.co.uk``)."""
 
     def find(self, text: str) -> Iterator[Finding]:
         for m in _EMAIL.finditer(text):
-            local = m.group()[: m.group().index("@")]
+            address = m.group()
+            local = address[: address.index("@")]
             if ".." in local or local.endswith("."):
                 continue
+            if address.rsplit(".", 1)[1].lower() in _FILE_EXTENSIONS:
+                continue  # "logo@2x.png" is an asset name
             yield Finding(m.start(), m.end(), "EMAIL")
 
 
@@ -101,8 +107,8 @@ _PHONE_NANP = re.compile(
 # ("020 7946 0958", "07700 900123", "030 901820", "0151 23456789", "01 42 68 53 00",
 # "06-12345678", "(020) 7946 0958").
 _PHONE_EU = re.compile(
-    r"(?<![\w+\-./:])(?:\(0\d{1,4}\)[ ]?|0\d{1,4}[ .\-/])\d{2,8}(?:[ .\-]\d{2,8}){0,4}"
-    r"(?![\w]|[.\-/:]\d)"
+    r"(?<![\w+\-./:])(?<!\d[ ])(?:\(0[1-9]\d{0,3}\)[ ]?|0[1-9]\d{0,3}[ .\-/])"
+    r"\d{2,8}(?:[ .\-]\d{2,8}){0,4}(?![\w]|[.\-/:]\d)"
 )
 
 
@@ -136,6 +142,14 @@ class PhoneDetector:
             self._pn = phonenumbers
 
     def find(self, text: str) -> Iterator[Finding]:
+        found = list(self._regex(text))
+        yield from found
+        if self._pn is not None:
+            for extra in self._libphonenumber(text):
+                if all(extra.end <= f.start or extra.start >= f.end for f in found):
+                    yield extra
+
+    def _regex(self, text: str) -> Iterator[Finding]:
         for m in _PHONE_INTL.finditer(text):
             if 8 <= len(_digits(m.group())) <= 15:
                 yield Finding(m.start(), m.end(), "PHONE")
@@ -145,24 +159,24 @@ class PhoneDetector:
             n = len(_digits(m.group()))
             if 9 <= n <= 12 and not _looks_like_date(m.group()):
                 yield Finding(m.start(), m.end(), "PHONE")
-        if self._pn is not None:
-            yield from self._libphonenumber(text)
 
     def _libphonenumber(self, text: str) -> Iterator[Finding]:
         pn = self._pn
         for region in self._regions:
             try:
-                for match in pn.PhoneNumberMatcher(text, region, leniency=pn.Leniency.VALID):
-                    yield Finding(match.start, match.end, "PHONE")
+                matcher = pn.PhoneNumberMatcher(text, region, leniency=pn.Leniency.STRICT_GROUPING)
+                for match in matcher:
+                    if not _looks_like_date(match.raw_string):
+                        yield Finding(match.start, match.end, "PHONE")
             except Exception:  # a third-party parser must not break redaction
                 continue
 
 
-_DATE_LIKE = re.compile(r"\d{1,2}[ .\-/]\d{1,2}[ .\-/](?:19|20)\d{2}")
+_DATE_LIKE = re.compile(r"(?<!\d)\d{1,2}[ .\-/]\d{1,2}[ .\-/](?:19|20)\d{2}(?!\d)")
 
 
 def _looks_like_date(s: str) -> bool:
-    return _DATE_LIKE.fullmatch(s) is not None
+    return _DATE_LIKE.search(s) is not None
 
 
 # --- payment cards -----------------------------------------------------------------------
@@ -186,16 +200,34 @@ def luhn_valid(digits: str) -> bool:
     return total % 10 == 0
 
 
+def _issuer_plausible(digits: str) -> bool:
+    """Issuer prefix fits the length: 13 is Visa only, 14 Diners, 15 Amex, 16 any major
+    scheme (2-6), 17-19 Visa, Mastercard/Maestro, Discover, UnionPay, Mir."""
+    n = len(digits)
+    if n == 13:
+        return digits[0] == "4"
+    if n == 14:
+        return digits[:2] in ("30", "36", "38", "39")
+    if n == 15:
+        return digits[:2] in ("34", "37")
+    if n == 16:
+        return digits[0] in "23456"
+    return digits[0] in "2456"
+
+
+_IBAN_HEAD = re.compile(r"[A-Za-z]{2}\d{2}[ \-]$")
+
+
 class CardDetector:
     """Payment card numbers: 13-19 digits (optionally in groups split by spaces or dashes),
-    an issuer prefix in 2-6 (Mastercard, Visa, Amex, Discover, JCB, UnionPay, Maestro), and a
-    passing Luhn check. All-same-digit numbers are rejected."""
+    an issuer prefix that fits the length (Visa, Mastercard, Amex, Discover, JCB, Diners,
+    UnionPay, Maestro), and a passing Luhn check. All-same-digit numbers are rejected."""
 
     def find(self, text: str) -> Iterator[Finding]:
         for run in _DIGIT_RUN.finditer(text):
             s = run.group()
-            if len(s) < 13:
-                continue
+            if len(s) < 13 or _IBAN_HEAD.search(text, max(0, run.start() - 5), run.start()):
+                continue  # too short, or the body of an IBAN whose checksum failed
             groups = [(g.start(), g.end()) for g in _GROUP.finditer(s)]
             if len(groups) > 40:
                 continue
@@ -226,7 +258,7 @@ class CardDetector:
                 break
             if n >= 13:
                 digits = _digits(s[groups[i][0] : groups[j][1]])
-                if digits[0] in "23456" and len(set(digits)) > 1 and luhn_valid(digits):
+                if _issuer_plausible(digits) and len(set(digits)) > 1 and luhn_valid(digits):
                     best = j
         return best
 
@@ -320,7 +352,9 @@ _IPV6 = re.compile(
     r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{1,4}|(?:\d{1,3}\.){3}\d{1,3}|:)?"
     r"(?:%[0-9A-Za-z]+)?(?![\w:])"
 )
-_VERSION_CUE = re.compile(r"(?i)(?:version|ver\.?|release|build|firmware|v)\s*$")
+_VERSION_CUE = re.compile(
+    r"(?i)\b(?:version|ver\.|release|build|firmware|fw|patch|update|upgrade to)\s*$"
+)
 
 
 class IPDetector:
@@ -372,7 +406,7 @@ _SECRET_PATTERNS: tuple[re.Pattern[str], ...] = (
 _SECRET_CUED = re.compile(
     r"(?i)(?:\bbearer\s+|\b(?:api[_\- ]?key|secret(?:[_\- ]?key)?|access[_\- ]?token"
     r"|auth[_\- ]?token|token|password|passwd|pwd|aws_secret_access_key)"
-    r"\s*(?:is\s+|[:=]\s*)[\"']?)"
+    r"[\"']?(?P<sep>\s*(?:is\s+|[:=]\s*)|\s+)[\"']?)"
     r"(?P<value>[A-Za-z0-9._~+/=\-!@#$%^&*]{8,}?)(?=[\"']|[.,;:!?]?(?:\s|$))"
 )
 
@@ -388,8 +422,9 @@ class SecretDetector:
                 yield Finding(m.start(), m.end(), "SECRET")
         for m in _SECRET_CUED.finditer(text):
             value = m.group("value")
-            # A cue followed by an ordinary word ("token is required") is not a secret.
-            if value.isalpha() and value.islower():
+            # A cue followed by an ordinary word ("token is required") is not a secret; after
+            # a bare space ("password Winter2024!") the value must also mix in a non-letter.
+            if value.isalpha() and (value.islower() or not m.group("sep").strip()):
                 continue
             yield Finding(m.start("value"), m.end("value"), "SECRET")
 
@@ -402,7 +437,7 @@ _SUFFIX_WORDS = (
 )
 _SUFFIX_ABBREVIATIONS = "St|Ave|Rd|Blvd|Ln|Dr|Ct|Pl|Ter|Pkwy|Cir|Hwy|Sq|Trl"
 _DIRECTION = r"(?:N|S|E|W|NE|NW|SE|SW|North|South|East|West)\.?"
-_NAME_WORD = r"(?:[A-Z][a-z'\-]+|[A-Z]{2,}|\d{1,3}(?:st|nd|rd|th)|St\.|Mt\.)"
+_NAME_WORD = r"(?:[A-Z][a-z'\-]+|[A-Z]{2,}|[A-Z]\.?|\d{1,3}(?:st|nd|rd|th)|St\.|Mt\.)"
 _ADDRESS = re.compile(
     r"(?<![\w\-/.,])\d{1,6}[A-Za-z]?(?:-\d{1,4})?,?\s"
     rf"(?:{_DIRECTION}\s)?(?:{_NAME_WORD}\s){{0,3}}{_NAME_WORD}\s"
