@@ -28,15 +28,14 @@ import re
 import statistics
 import string
 import sys
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from contextfold.messages import Message, StoredMessage
-from contextfold.policy import SessionStats, TokenBudget
-from contextfold.summarizers.base import SummaryRequest
+from contextfold.memory import AsyncMemory
+from contextfold.messages import Message
+from contextfold.policy import TokenBudget
 from contextfold.summarizers.extractive import ExtractiveSummarizer
 from contextfold.tokens import TokenCounter, count_message, get_counter
 
@@ -122,50 +121,36 @@ def truncate(conv: Conversation, budget: int, counter: TokenCounter) -> Run:
     return Run(context_text(tail), used)
 
 
-def _render_summary(text: str) -> Message:
-    try:
-        from contextfold.context import render_summary
-    except ImportError:  # before the engine landed
-        return Message(role="system", content=f"Summary of the earlier conversation:\n{text}")
-    return render_summary(text)
-
-
-def replay_local(
+def replay(
     conv: Conversation,
     policy: TokenBudget,
     summarizer: ExtractiveSummarizer,
     counter: TokenCounter,
 ) -> Run:
-    """A minimal engine loop: add each message; when the policy plans a fold, summarize
-    the planned prefix into the running summary. Used until ``Memory`` is available."""
-    live: list[StoredMessage] = []
-    summary = ""
-    summary_tokens = 0
+    """Stream the conversation through the real engine (``AsyncMemory`` on the in-memory
+    store, inline folds) and take its final context."""
+    return asyncio.run(_replay(conv, policy, summarizer, counter))
+
+
+async def _replay(
+    conv: Conversation,
+    policy: TokenBudget,
+    summarizer: ExtractiveSummarizer,
+    counter: TokenCounter,
+) -> Run:
     run = Run("", 0)
-    now = datetime.now(timezone.utc)
-    assert policy.summary_max_tokens is not None
-    for seq, msg in enumerate(conv.messages, start=1):
-        live.append(StoredMessage(seq, msg, count_message(counter, msg)))
-        stats = SessionStats(
-            "s", last_seq=seq, live_count=len(live),
-            live_tokens=sum(m.tokens for m in live), summary_tokens=summary_tokens,
-        )
-        plan = policy.plan(stats, live, now)
-        if plan is None:
-            continue
-        span = [m for m in live if plan.lo <= m.seq <= plan.hi]
-        request = SummaryRequest("s", summary, span, policy.summary_max_tokens, counter)
-        start = time.perf_counter()
-        result = asyncio.run(summarizer.summarize(request))
-        run.fold_seconds.append(time.perf_counter() - start)
-        run.folds += 1
-        summary = result.text
-        summary_tokens = count_message(counter, _render_summary(summary))
-        live = [m for m in live if m.seq > plan.hi]
-    head = [_render_summary(summary)] if summary else []
-    final = head + [m.message for m in live]
-    run.context = context_text(final)
-    run.tokens = 3 + sum(count_message(counter, m) for m in final)
+    async with AsyncMemory(
+        "memory://", summarizer=summarizer, policy=policy, tokenizer=counter,
+        raise_errors=True,
+    ) as memory:
+        for message in conv.messages:
+            added = await memory.add(conv.sample_id, message)
+            if added.fold is not None and added.fold.status == "committed":
+                run.folds += 1
+                run.fold_seconds.append(added.fold.latency_ms / 1000)
+        context = await memory.context(conv.sample_id)
+    run.context = context_text(context.messages)
+    run.tokens = context.tokens
     return run
 
 
@@ -211,14 +196,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     variants: list[tuple[str, Callable[[Conversation, int], Run]]] = [
         ("truncation", lambda c, b: truncate(c, b, counter)),
-        ("extractive", lambda c, b: replay_local(c, policy(b), ExtractiveSummarizer(), counter)),
+        ("extractive", lambda c, b: replay(c, policy(b), ExtractiveSummarizer(), counter)),
     ]
     if not args.quick:
         for off in ("compress", "dedupe", "salience", "coverage", "dates"):
             summarizer = ExtractiveSummarizer(**{off: False})
             variants.append((
                 f"  without {off}",
-                lambda c, b, s=summarizer: replay_local(c, policy(b), s, counter),
+                lambda c, b, s=summarizer: replay(c, policy(b), s, counter),
             ))
     rows: list[list[str]] = []
     fold_times: list[float] = []

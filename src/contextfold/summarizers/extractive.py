@@ -51,12 +51,14 @@ __all__ = ["NO_FACTS", "ExtractiveSummarizer"]
 NO_FACTS = "(no facts recorded yet)"
 #: Longest sentence kept whole, in characters; longer ones (pasted logs, tool output) are cut.
 MAX_FACT_CHARS = 320
-_DAY_WEIGHT = 1.0
+_DAY_WEIGHT = 3.0
 _CUE_WEIGHT = 0.5
 _MAX_CUES = 3
 _FIRST_PERSON_BONUS = 0.3
 _QUESTION_FACTOR = 0.5
+_REACTION_FACTOR = 0.5
 _MIN_GAIN = 0.25
+_RARITY_POWER = 1.0
 
 
 @dataclass(slots=True)
@@ -122,8 +124,10 @@ class ExtractiveSummarizer:
         tokens by ``counter``. Raises ``SummarizationError`` only when even one word
         cannot fit."""
         facts = [f for f in parse_summary(previous) if f.text != NO_FACTS]
+        names = {f.speaker for f in facts if f.speaker}
+        names.update(m.message.name for m in messages if m.message.name)
         for item in messages:
-            facts.extend(self._message_facts(item))
+            facts.extend(self._message_facts(item, names))
         if self.dedupe:
             facts = _dedupe(facts)
         speakers = {f.speaker for f in facts if f.speaker}
@@ -133,13 +137,13 @@ class ExtractiveSummarizer:
 
     # -- steps ------------------------------------------------------------------------
 
-    def _message_facts(self, item: StoredMessage) -> list[Fact]:
+    def _message_facts(self, item: StoredMessage, names: set[str]) -> list[Fact]:
         message = item.message
         speaker = clean_speaker(message.name or message.role.capitalize())
         day = day_of(message.timestamp) if self.dates else None
         out: list[Fact] = []
         for k, sentence in enumerate(split_sentences(render_text(message))):
-            text = compress(sentence) if self.compress else sentence
+            text = compress(sentence, names) if self.compress else sentence
             if not text:
                 continue
             if len(text) > MAX_FACT_CHARS:
@@ -159,7 +163,8 @@ class ExtractiveSummarizer:
         out: list[_Candidate] = []
         for fact, feats in zip(facts, analysed, strict=True):
             terms = {
-                t: (m if self.salience else 1.0) * math.log(1 + len(facts) / df[t]) / norm
+                t: (m if self.salience else 1.0)
+                * (math.log(1 + len(facts) / df[t]) / norm) ** _RARITY_POWER
                 for t, m in feats.terms.items()
             }
             if self.dates and fact.day is not None:
@@ -169,6 +174,7 @@ class ExtractiveSummarizer:
                 bonus = _CUE_WEIGHT * min(feats.cues, _MAX_CUES)
                 bonus += _FIRST_PERSON_BONUS if feats.first_person else 0.0
                 factor = _QUESTION_FACTOR if feats.question else 1.0
+                factor *= _REACTION_FACTOR if feats.reaction else 1.0
             tokens = counter.count(" " + sentence_text(fact.text))
             out.append(_Candidate(fact, terms, bonus, factor, max(1, tokens)))
         return out

@@ -19,6 +19,7 @@ __all__ = [
     "compress",
     "content_words",
     "features",
+    "informative",
     "split_sentences",
 ]
 
@@ -74,18 +75,30 @@ EVALUATIVE = _wordset(
     glad heart warming heartwarming support supportive rewarding powerful positive vibes
     wish wishing keep mind great day time see saw know knew think thought guess want wanted
     say said tell told talk talking chat share sharing pretty kind bit lot always never
-    really much many
+    really much many huge adorable breathtaking funny hilarious crazy wild lucky blessed
+    grateful thankful cozy rocks neat bye phew yay fab fave stuff glad hugs cheers wonderfully
+    ah aw oh wow lol haha yeah yep nope hmm omg
     """
 )
 
 # Interjections and fillers that open a sentence and can be dropped with their punctuation.
 _LEADING_FILLER = re.compile(
-    r"^(?:(?:hey|hi|hello|oh|ohh|ah|aw+|wow|whoa|yeah|yep|yup|yes|no|nope|well|so|ok|okay|hmm+|"
-    r"haha+|lol|omg|cool|great|awesome|nice|sure|right|honestly|actually|anyway|anyways|btw|"
-    r"by the way|thanks|thank you|sounds good|good to see you|you know|i mean|totally|"
-    r"absolutely|definitely|indeed|gosh|man|dude|congrats|congratulations)\b[\s,!.…-]*)+",
+    r"^(?:(?:(?:hey|hi|hello|oh+|ah+|aw+|wow|whoa|yeah|yep|yup|hmm+|haha+|lol|omg|gosh|phew)\b"
+    r"|(?:yes|nope|well|so|ok|okay|cool|great|awesome|nice|sure|right|honestly|actually|anyway|"
+    r"anyways|btw|by the way|thanks|thank you|sounds good|good to see you|you know|i mean|"
+    r"totally|absolutely|definitely|indeed|man|dude|congrats|congratulations|true|agreed)"
+    r"(?=[,!.…]))[\s,!.…-]*)+",
     re.IGNORECASE,
 )
+# A clause boundary inside a sentence; clauses that state no fact are dropped.
+_CLAUSE = re.compile(
+    r"(,\s+(?:and|but|so|which|because|as)\s+|\s+[-–—]+\s+|;\s+"
+    r"|\s+(?:and|but|so)\s+(?=(?:it|it's|that|this|which|i|i'm|we|they|he|she|you)\b))",
+    re.IGNORECASE,
+)
+# A name addressed at the end of a sentence ("That's great, Caro!").
+_TRAILING_VOCATIVE = re.compile(r",\s*([A-Z][\w'-]*)\s*([!.?…]*)$")
+_TERMINAL_PUNCT = re.compile(r"[\s.!?…]+$")
 # Adverbs that intensify or hedge without adding a fact; dropped inside sentences.
 _INLINE_FILLER = re.compile(
     r"\b(?:really|just|actually|totally|basically|literally|honestly|definitely|absolutely|"
@@ -163,6 +176,13 @@ _QUESTION_OPENERS = _wordset(
     would will should any anything
     """
 )
+# Openers of a reaction to what the other person said ("That's great", "Sounds fun").
+_REACTION_OPENERS = _wordset(
+    """
+    that that's thats this sounds sound looks look seems what how such you you're your
+    must glad hope wish can't cannot
+    """
+)
 _PLACE_PREPOSITIONS = _wordset(
     """
     in at to from near visited visiting across around
@@ -196,22 +216,54 @@ def split_sentences(text: str) -> list[str]:
     return out
 
 
-def compress(sentence: str) -> str:
+def compress(sentence: str, names: Iterable[str] = ()) -> str:
     """Drop what carries no fact: opening interjections ("Oh wow, …"), intensifiers and
-    hedges ("really", "just", "kind of"), trailing tags ("…, you know?"). Returns "" for a
-    sentence that is only a greeting, thanks or exclamation. Idempotent."""
+    hedges ("really", "just", "kind of"), trailing tags ("…, you know?"), a name addressed
+    at the end, and clauses that only carry tone ("…, and it was so special"). Returns ""
+    for a sentence left with no fact: a greeting, thanks or exclamation."""
     text = sentence.strip()
     if _VOCATIVE.match(text):
         return ""
     text = _LEADING_FILLER.sub("", text).strip()
     text = _INLINE_FILLER.sub("", text)
     text = _TRAILING_TAG.sub(r"\1", text).strip()
-    text = _SPACES.sub(" ", text).strip(" ,;:-–—")
-    if not any(ch.isalnum() for ch in text):
+    lowered = [n.lower() for n in names if len(n) >= 3]
+    vocative = _TRAILING_VOCATIVE.search(text)
+    if vocative is not None and _addresses(vocative.group(1), lowered):
+        text = (text[: vocative.start()] + vocative.group(2)).strip()
+    end = _TERMINAL_PUNCT.search(text)
+    tail = end.group().strip() if end else ""
+    body = text[: end.start()] if end else text
+    parts = _CLAUSE.split(body)
+    kept: list[str] = []
+    for i in range(0, len(parts), 2):
+        if informative(parts[i], lowered):
+            if kept:
+                kept.append(parts[i - 1])
+            kept.append(parts[i])
+    text = _SPACES.sub(" ", "".join(kept)).strip(" ,;:-–—")
+    if not text:
         return ""
+    text += tail
     if text[0].islower() and not sentence.strip()[:1].islower():
         text = text[0].upper() + text[1:]
     return text
+
+
+def informative(text: str, names: Iterable[str] = ()) -> bool:
+    """True when ``text`` has a word that is neither a function word, a tone word, nor the
+    name (or a short form of the name) of someone in the conversation."""
+    lowered = list(names)
+    return any(
+        w not in STOPWORDS and w not in EVALUATIVE and not _addresses(w, lowered)
+        for w in (x.lower() for x in words(text))
+    )
+
+
+def _addresses(word: str, names: list[str]) -> bool:
+    """True when ``word`` is one of ``names`` or a short form of one ("Mel", "Caro")."""
+    low = word.lower()
+    return len(low) >= 3 and any(n.startswith(low) for n in names)
 
 
 def words(text: str) -> list[str]:
@@ -228,7 +280,8 @@ def content_words(text: str) -> list[str]:
 class Features:
     """What makes a sentence worth keeping. ``terms`` are the coverage elements (content
     words, lower-cased) with their salience multiplier; ``cues`` counts life-event, plan
-    and preference cue words; ``question`` marks a sentence that asks rather than tells."""
+    and preference cue words; ``question`` marks a sentence that asks rather than tells,
+    ``reaction`` one that reacts to the other person ("That's great", "You should…")."""
 
     terms: dict[str, float]
     cues: int
@@ -237,6 +290,7 @@ class Features:
     dates: int
     question: bool
     first_person: bool
+    reaction: bool
 
 
 def features(sentence: str, speakers: Iterable[str] = ()) -> Features:
@@ -281,7 +335,8 @@ def features(sentence: str, speakers: Iterable[str] = ()) -> Features:
         terms[low] = max(terms.get(low, 0.0), weight)
         prev = low
     first = tokens[0].lower() if tokens else ""
+    reaction = first in _REACTION_OPENERS
     question = sentence.rstrip().endswith("?") or (
         first in _QUESTION_OPENERS and "?" in sentence
     )
-    return Features(terms, cues, entities, numbers, dates, question, first_person)
+    return Features(terms, cues, entities, numbers, dates, question, first_person, reaction)
