@@ -57,6 +57,8 @@ _MAX_CUES = 3
 _FIRST_PERSON_BONUS = 0.3
 _QUESTION_FACTOR = 0.5
 _REACTION_FACTOR = 0.5
+_GENERIC_FACTOR = 0.6
+_FACT_COST = 3
 _MIN_GAIN = 0.25
 _RARITY_POWER = 1.0
 
@@ -175,6 +177,8 @@ class ExtractiveSummarizer:
                 bonus += _FIRST_PERSON_BONUS if feats.first_person else 0.0
                 factor = _QUESTION_FACTOR if feats.question else 1.0
                 factor *= _REACTION_FACTOR if feats.reaction else 1.0
+                if not (feats.cues or feats.entities or feats.numbers or feats.dates):
+                    factor *= _GENERIC_FACTOR
             tokens = counter.count(" " + sentence_text(fact.text))
             out.append(_Candidate(fact, terms, bonus, factor, max(1, tokens)))
         return out
@@ -210,7 +214,7 @@ class ExtractiveSummarizer:
         for i, c in enumerate(candidates):
             groups.setdefault((c.fact.day, c.fact.speaker), []).append(i)
         done: set[int] = set()
-        heap = [(-gain(c) / cost(c), i) for i, c in enumerate(candidates)]
+        heap = [(-gain(c) / (cost(c) + _FACT_COST), i) for i, c in enumerate(candidates)]
         heapq.heapify(heap)
         while heap:
             _, i = heapq.heappop(heap)
@@ -221,7 +225,7 @@ class ExtractiveSummarizer:
             k = cost(c)
             if used + k > max_tokens:
                 continue
-            ratio = g / k
+            ratio = g / (k + _FACT_COST)
             if heap and ratio < -heap[0][0] - 1e-12:
                 heapq.heappush(heap, (-ratio, i))
                 continue
@@ -238,7 +242,9 @@ class ExtractiveSummarizer:
                 opened.add(key)
                 for j in groups[key]:
                     if j not in done:
-                        heapq.heappush(heap, (-gain(candidates[j]) / cost(candidates[j]), j))
+                        heapq.heappush(
+                            heap, (-gain(candidates[j]) / (cost(candidates[j]) + _FACT_COST), j)
+                        )
         return chosen
 
 

@@ -65,7 +65,7 @@ def clean_speaker(speaker: str | None) -> str | None:
     """A speaker label that cannot break the line format (no colons, dashes, newlines)."""
     if speaker is None:
         return None
-    cleaned = _BAD_SPEAKER.sub(" ", speaker).strip()[:60].strip()
+    cleaned = " ".join(_BAD_SPEAKER.sub(" ", speaker).split())[:60].strip()
     return cleaned or None
 
 

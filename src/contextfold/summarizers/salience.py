@@ -83,10 +83,11 @@ EVALUATIVE = _wordset(
 
 # Interjections and fillers that open a sentence and can be dropped with their punctuation.
 _LEADING_FILLER = re.compile(
-    r"^(?:(?:(?:hey|hi|hello|oh+|ah+|aw+|wow|whoa|yeah|yep|yup|hmm+|haha+|lol|omg|gosh|phew)\b"
+    r"^(?:(?:(?:hey|hi|hello|oh+|ah+|aw+|ugh|wow|whoa|yeah|yep|yup|hmm+|haha+|lol|omg|gosh|phew)\b"
     r"|(?:yes|nope|well|so|ok|okay|cool|great|awesome|nice|sure|right|honestly|actually|anyway|"
     r"anyways|btw|by the way|thanks|thank you|sounds good|good to see you|you know|i mean|"
-    r"totally|absolutely|definitely|indeed|man|dude|congrats|congratulations|true|agreed)"
+    r"totally|absolutely|definitely|indeed|man|dude|congrats|congratulations|true|agreed|"
+    r"morning|good morning|evening|good evening|welcome|you're welcome|no worries)"
     r"(?=[,!.…]))[\s,!.…-]*)+",
     re.IGNORECASE,
 )
@@ -106,7 +107,8 @@ _INLINE_FILLER = re.compile(
     re.IGNORECASE,
 )
 _TRAILING_TAG = re.compile(
-    r",?\s*(?:you know|right|haha+|lol|though|too|as well|for sure)\s*([.!?…]*)$", re.IGNORECASE
+    r"(?:,\s*(?:you know|right|though|too|as well|for sure)|\s*\b(?:haha+|lol))\s*([.!?…]*)$",
+    re.IGNORECASE,
 )
 # A greeting or thanks addressed to someone ("Hey Mel!", "Thanks, Caroline!").
 _VOCATIVE = re.compile(
