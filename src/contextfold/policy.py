@@ -139,7 +139,10 @@ class TokenBudget:
     messages until the context, counting the new summary at its cap, is at most
     ``target`` (low watermark). The gap between the two keeps folds rare.
 
-    ``summary_max_tokens`` is the cap on the summary (default: a third of the budget);
+    ``summary_max_tokens`` is the cap on the summary (default: 60% of the budget; the
+    default ``target`` is 85%, so a fold leaves a quarter of the budget verbatim and the
+    next fold comes after 15% more — measured in ``benchmarks/retention.py``, a larger
+    summary keeps far more facts than more verbatim turns);
     ``keep_last`` messages always stay verbatim. Where it costs nothing the cut moves
     forward so the kept part starts at a user message.
     """
@@ -153,13 +156,13 @@ class TokenBudget:
         _check_int("max_tokens", self.max_tokens, 16)
         _check_int("keep_last", self.keep_last, 0)
         if self.target is None:
-            object.__setattr__(self, "target", int(self.max_tokens * 0.7))
+            object.__setattr__(self, "target", int(self.max_tokens * 0.85))
         _check_int("target", self.target, 1)
         assert self.target is not None
         if self.target > self.max_tokens:
             raise ConfigError(f"target ({self.target}) must be <= max_tokens ({self.max_tokens})")
         if self.summary_max_tokens is None:
-            object.__setattr__(self, "summary_max_tokens", max(16, self.max_tokens // 3))
+            object.__setattr__(self, "summary_max_tokens", max(16, self.max_tokens * 3 // 5))
         _check_int("summary_max_tokens", self.summary_max_tokens, 8)
         assert self.summary_max_tokens is not None
         if self.summary_max_tokens >= self.target:
