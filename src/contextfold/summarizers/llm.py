@@ -56,6 +56,8 @@ OutputProblem = Literal[
 #: counter and the provider's.
 _SAFETY_MARGIN = 0.9
 _MIN_TRANSCRIPT_BUDGET = 64
+#: A message shorter than this is not split further on a context-length error.
+_MIN_SPLIT_CHARS = 200
 
 
 class SummaryOutput(BaseModel):
@@ -379,6 +381,8 @@ def check_output(
         raise fail("content_filter", "the provider's content filter stopped the reply")
     if completion.finish_reason == "length":
         raise fail("truncated", "the reply was cut off at max_output_tokens")
+    if not completion.text.strip():
+        raise fail("empty", "the reply is empty")
     if structured:
         if completion.parsed is None or not isinstance(completion.parsed, SummaryOutput):
             raise fail("schema_invalid", completion.parse_error or "no structured reply")
@@ -444,8 +448,8 @@ def split_chunk(chunk: Sequence[Message]) -> list[list[Message]] | None:
     if len(chunk) > 1:
         middle = len(chunk) // 2
         return [list(chunk[:middle]), list(chunk[middle:])]
-    if not chunk:
-        return None
+    if not chunk or len(render_text(chunk[0])) < _MIN_SPLIT_CHARS:
+        return None  # the message is not what makes the request too long
     halves = _halve(render_text(chunk[0]))
     if halves is None:
         return None
