@@ -41,6 +41,9 @@ DEFAULT_MAX_MESSAGE_CHARS = 1_000_000
 _MAX_METADATA_DEPTH = 32
 _MAX_METADATA_CHARS = 64_000
 _MAX_NAME_CHARS = 256
+#: Message construction checks text, not length: the length cap is ``Memory``'s
+#: ``max_message_chars`` (default :data:`DEFAULT_MAX_MESSAGE_CHARS`), so it can be raised.
+_NO_CAP = 2**62
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _OPENAI_NAME_BAD = re.compile(r"[^a-zA-Z0-9_-]")
 
@@ -92,8 +95,20 @@ class MediaPart:
     data: Mapping[str, Any]
     type: Literal["media"] = "media"
 
+    def check(self) -> None:
+        """Raise ``ValidationError`` unless ``kind`` is known and ``data`` is a JSON object
+        (what every store can keep unchanged); normalises ``data`` to a plain dict."""
+        if self.kind not in get_args(MediaKind):
+            raise ValidationError(
+                f"media part kind {self.kind!r} is not one of {list(get_args(MediaKind))}")
+        if not isinstance(self.data, Mapping):
+            raise ValidationError(f"media part data must be a mapping, got {self.data!r:.60}")
+        _check_json(self.data, 0)
+        object.__setattr__(self, "data", json.loads(_dump_json(self.data, "media part")))
+
     def placeholder(self) -> str:
-        inner = self.data.get(self.data.get("type", ""), {})
+        kind = self.data.get("type", "")
+        inner = self.data.get(kind, {}) if isinstance(kind, str) else {}
         name = inner.get("filename") if isinstance(inner, Mapping) else None
         return f"[{self.kind}: {name}]" if isinstance(name, str) and name else f"[{self.kind}]"
 
@@ -158,7 +173,7 @@ class Message:
     id: str | None = None
 
     def __post_init__(self) -> None:
-        if self.role not in ROLES:
+        if not isinstance(self.role, str) or self.role not in ROLES:
             raise ValidationError(f"unknown role {self.role!r}; expected one of {sorted(ROLES)}")
         content = self.content
         if content is None:
@@ -168,16 +183,21 @@ class Message:
         if isinstance(content, tuple):
             for part in content:
                 if isinstance(part, TextPart):
-                    check_text(part.text, "text part")
-                elif not isinstance(part, MediaPart):
+                    check_text(part.text, "text part", _NO_CAP)
+                elif isinstance(part, MediaPart):
+                    part.check()
+                else:
                     raise ValidationError(f"content part must be TextPart or MediaPart: {part!r:.80}")
         else:
-            check_text(content, f"{self.role} message content")
+            check_text(content, f"{self.role} message content", _NO_CAP)
         object.__setattr__(self, "content", content)
         if self.name is not None:
             check_text(self.name, "message name", _MAX_NAME_CHARS)
             if not self.name.strip():
                 raise ValidationError("message name must not be blank")
+        if not isinstance(self.tool_calls, (list, tuple)):
+            raise ValidationError(
+                f"tool_calls must be a list of ToolCall, got {type(self.tool_calls).__name__}")
         calls = tuple(self.tool_calls)
         if calls and self.role != "assistant":
             raise ValidationError(f"only assistant messages carry tool_calls, not {self.role!r}")
@@ -350,6 +370,8 @@ def check_sequence(messages: Iterable[Message], pending: Iterable[str] = ()) -> 
 def _dump_json(value: object, what: str) -> str:
     try:
         return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except RecursionError as exc:
+        raise ValidationError(f"{what} is nested too deeply to serialise") from exc
     except (TypeError, ValueError) as exc:
         raise ValidationError(f"{what} must be JSON-serialisable: {exc}") from exc
 
@@ -428,13 +450,13 @@ def _parse_content(content: object) -> str | tuple[Part, ...]:
     parts: list[Part] = []
     for raw in content:
         if isinstance(raw, str):
-            parts.append(TextPart(check_text(raw, "text part")))
+            parts.append(TextPart(check_text(raw, "text part", _NO_CAP)))
             continue
         if not isinstance(raw, Mapping):
             raise ValidationError(f"content part must be a mapping, got {raw!r:.80}")
         kind = raw.get("type")
         if kind in ("text", "input_text", "output_text"):
-            parts.append(TextPart(check_text(raw.get("text"), "text part")))
+            parts.append(TextPart(check_text(raw.get("text"), "text part", _NO_CAP)))
         elif isinstance(kind, str) and kind in _MEDIA_TYPES:
             _check_json(raw, 0)
             parts.append(MediaPart(_MEDIA_TYPES[kind], json.loads(_dump_json(raw, "part"))))

@@ -8,9 +8,15 @@ counts. Either way the counts used are printed at the end of the run.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
+
+from contextfold.stores import MemoryStore
+from contextfold.stores.base import Retention, Store
+from contextfold.stores.sqlite import SQLiteStore
 
 _USED: list[tuple[str, str, int]] = []
 
@@ -40,3 +46,63 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     terminalreporter.section(f"reliability counts ({mode})")
     for test, name, value in _USED:
         terminalreporter.write_line(f"{test:<55} {name:<28} {value:>8,}")
+
+
+# -- stores: every behavioural test runs on each (PostgreSQL ones carry the marker) ----------
+
+PG_ADMIN_URL = os.environ.get("CONTEXTFOLD_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+@pytest.fixture(scope="session")
+def reliability_pg_url() -> Iterator[str]:
+    """A database created for this run and dropped after it; fails (never skips) when the
+    server is down, like tests/postgres."""
+    try:
+        import psycopg
+    except ImportError:
+        pytest.fail('PostgreSQL tests need psycopg: pip install -e ".[dev]"', pytrace=False)
+    try:
+        admin = psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as exc:
+        pytest.fail(f"PostgreSQL is not reachable at {PG_ADMIN_URL}: {exc}", pytrace=False)
+    name = f"contextfold_rel_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    with admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            yield PG_ADMIN_URL.rsplit("/", 1)[0] + "/" + name
+        finally:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+class StoreFactory:
+    """Makes stores of one kind. ``new()`` gives fresh storage and its key; ``reopen(key)``
+    a second store object on the same storage (the same object for MemoryStore, whose
+    storage is the object)."""
+
+    def __init__(self, kind: str, tmp: Path, pg_url: str | None) -> None:
+        self.kind, self.tmp, self.pg_url = kind, tmp, pg_url
+        self._memory: dict[str, Store] = {}
+
+    def __repr__(self) -> str:
+        return f"StoreFactory({self.kind})"
+
+    def new(self, retention: Retention = "archive") -> tuple[str, Store]:
+        key = f"{retention}_{uuid.uuid4().hex[:10]}"
+        return key, self.reopen(key)
+
+    def reopen(self, key: str) -> Store:
+        retention: Retention = "delete" if key.startswith("delete") else "archive"
+        if self.kind == "memory":
+            return self._memory.setdefault(key, MemoryStore(retention=retention))
+        if self.kind == "sqlite":
+            return SQLiteStore(self.tmp / f"{key}.db", retention=retention)
+        from contextfold.stores.postgres import PostgresStore
+
+        assert self.pg_url is not None
+        return PostgresStore(self.pg_url, retention=retention, schema=f"r_{key}", pool_size=2)
+
+
+@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def stores(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
+    url = request.getfixturevalue("reliability_pg_url") if request.param == "postgres" else None
+    return StoreFactory(request.param, tmp_path, url)
