@@ -365,6 +365,12 @@ class _AnyOf:
     def summary_max_tokens(self) -> int | None:
         return _min_cap(self.policies)
 
+    def due_at(self, stats: SessionStats) -> datetime | None:
+        """The soonest time any timed member (``Idle``) will want to act (None: never)."""
+        times = [t for p in self.policies
+                 if callable(due := getattr(p, "due_at", None)) and (t := due(stats)) is not None]
+        return min(times) if times else None
+
     def triggered(self, stats: SessionStats, now: datetime) -> bool:
         return any(p.triggered(stats, now) for p in self.policies)
 

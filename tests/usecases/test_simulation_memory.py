@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
 from contextfold import SummarizationError
 from contextfold.cells import MemoryCells
 from contextfold.summarizers.base import SummaryRequest
+from contextfold.summarizers.llm import LLMSummarizer
 from contextfold.testing import FakeChat, FunctionSummarizer
 
 K = 3
@@ -36,7 +39,10 @@ async def fill(cells: MemoryCells, cid: str, n: int, tag: str = "m") -> None:
         await cells.tick({cid: f"{tag}{i}"})
 
 
-def run(coro):  # type: ignore[no-untyped-def]
+T = TypeVar("T")
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coro)
 
 
@@ -100,7 +106,7 @@ def test_all_none_and_some_full_and_model_call_count() -> None:
 
 def test_batch_ledger_keys_and_totals() -> None:
     async def main() -> None:
-        async with MemoryCells("memory://", k=1, summarizer=FakeChatSummarizer(),
+        async with MemoryCells("memory://", k=1, summarizer=character_summarizer(),
                                concurrency=3) as cells:
             await cells.tick({"a": "one", "b": "two", "c": "three"})
             result = await cells.tick({"a": "uno", "b": "dos", "c": "tres"})
@@ -113,9 +119,7 @@ def test_batch_ledger_keys_and_totals() -> None:
     run(main())
 
 
-def FakeChatSummarizer():  # type: ignore[no-untyped-def]  # noqa: N802
-    from contextfold.summarizers.llm import LLMSummarizer
-
+def character_summarizer() -> LLMSummarizer:
     return LLMSummarizer(FakeChat(), preset="character")
 
 
@@ -199,8 +203,6 @@ def test_failed_fold_twice_then_one_call_folds_both() -> None:
 def test_cyrillic_memories_go_to_the_character_preset_with_a_script_hint() -> None:
     async def main() -> None:
         chat = FakeChat(["Я помню, как встретила кузнеца на рынке."])
-        from contextfold.summarizers.llm import LLMSummarizer
-
         summarizer = LLMSummarizer(chat, preset="character")
         async with MemoryCells("memory://", k=1, summarizer=summarizer,
                                names={"anya": "Аня"}) as cells:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..llm.base import block_model_requests
 from .chat import ChatRequest, FakeChat, FunctionChat
+from .clock import FakeClock
 from .conformance import StoreConformance, check_invariant
 from .provider_servers import (
     AnthropicServer,
@@ -20,6 +21,7 @@ __all__ = [
     "ChatRequest",
     "ConcatSummarizer",
     "FakeChat",
+    "FakeClock",
     "FunctionChat",
     "FunctionSummarizer",
     "GeminiServer",
