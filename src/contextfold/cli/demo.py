@@ -10,7 +10,15 @@ from rich.table import Table
 from ..context import build_context
 from ..messages import StoredMessage
 from ..policy import TokenBudget
-from .common import SUMMARIZERS, console, db_option, guard, open_memory
+from .common import (
+    SUMMARIZERS,
+    console,
+    db_option,
+    guard,
+    make_summarizer,
+    model_option,
+    open_memory,
+)
 from .render import print_context
 
 DEMO_SESSION = "demo"
@@ -29,21 +37,24 @@ def truncation_view(messages: list[StoredMessage], budget: int) -> str:
               help="Token budget of the context.")
 @click.option("--summarizer", type=click.Choice(sorted(SUMMARIZERS)), default="extractive",
               show_default=True)
+@model_option
 @click.option("--quiet", is_flag=True, help="Only the final table.")
 @db_option
 @guard
-def demo(max_tokens: int, summarizer: str, quiet: bool, db: Path | None) -> None:
+def demo(max_tokens: int, summarizer: str, model: str | None, quiet: bool,
+         db: Path | None) -> None:
     """Replay a bundled synthetic conversation (a few hundred turns with planted facts)
     through a SQLite memory, show each fold, the final context, and which planted facts
     survived — next to what plain truncation to the same budget keeps."""
     from ..demo import demo_conversation, planted_facts
 
     messages = demo_conversation()
-    with open_memory(db, summarizer=SUMMARIZERS[summarizer](),
+    with open_memory(db, summarizer=make_summarizer(summarizer, model),
                      policy=TokenBudget(max_tokens)) as memory:
         memory.delete(DEMO_SESSION)
         console.print(f"[bold]contextfold demo[/]: {len(messages)} messages, budget "
-                      f"{max_tokens} tokens, {summarizer} summarizer, store {memory.store!r}")
+                      f"{max_tokens} tokens, {model or summarizer} summarizer, "
+                      f"store {memory.store!r}")
         n = 0
         for message in messages:
             outcome = memory.add(DEMO_SESSION, message).fold
@@ -52,9 +63,9 @@ def demo(max_tokens: int, summarizer: str, quiet: bool, db: Path | None) -> None
             n += 1
             if outcome.status == "committed" and outcome.summary is not None:
                 console.print(
-                    f"  fold {n:>2}: seq {outcome.lo:>4}..{outcome.hi:<4} "
-                    f"{outcome.messages_folded:>3} messages, {outcome.tokens_folded:>5} tokens "
-                    f"→ summary {outcome.summary.tokens:>4} tokens  ({outcome.latency_ms:.0f} ms)"
+                    f"  fold {n:>2}: seq {outcome.lo:>3}..{outcome.hi:<3} "
+                    f"({outcome.messages_folded} msgs, {outcome.tokens_folded} tok) "
+                    f"→ summary {outcome.summary.tokens} tok, {outcome.latency_ms:.0f} ms"
                 )
             else:
                 console.print(f"  fold {n:>2}: [red]{outcome.status}[/] {outcome.error!r}")
