@@ -37,6 +37,26 @@ def _extractive() -> Any:
 register_summarizer("extractive", _extractive)
 
 
+def model_option(fn: F) -> F:
+    """``--model PROVIDER:MODEL``: an LLM writes the summaries (overrides --summarizer)."""
+    return click.option(
+        "--model", default=None, metavar="PROVIDER:MODEL",
+        help="Summarize with a chat model instead of --summarizer: openai:gpt-4o-mini, "
+        "anthropic:claude-haiku-4-5, gemini:gemini-2.5-flash, ollama:llama3.2 or "
+        "openai-compatible:MODEL@URL (keys from OPENAI_API_KEY, ANTHROPIC_API_KEY, "
+        "GEMINI_API_KEY).",
+    )(fn)
+
+
+def make_summarizer(name: str, model: str | None) -> Any:
+    """The summarizer for ``--summarizer NAME`` / ``--model SPEC`` (the model wins)."""
+    if model:
+        from ..summarizers.llm import LLMSummarizer
+
+        return LLMSummarizer(model)
+    return SUMMARIZERS[name]()
+
+
 def db_option(fn: F) -> F:
     """``--db PATH``: the SQLite file (default ``$CONTEXTFOLD_HOME/contextfold.db``)."""
     return click.option(

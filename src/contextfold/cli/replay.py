@@ -15,7 +15,16 @@ from ..errors import ValidationError
 from ..memory import Memory
 from ..messages import Message
 from ..policy import TokenBudget
-from .common import SUMMARIZERS, db_option, emit_json, err_console, guard, open_memory
+from .common import (
+    SUMMARIZERS,
+    db_option,
+    emit_json,
+    err_console,
+    guard,
+    make_summarizer,
+    model_option,
+    open_memory,
+)
 from .render import print_context
 
 _PROGRESS_MIN_LINES = 200
@@ -70,6 +79,7 @@ def replay_into(memory: Memory, session_id: str, path: Path, *, show_progress: b
               help="Token budget of the context.")
 @click.option("--summarizer", type=click.Choice(sorted(SUMMARIZERS)), default="extractive",
               show_default=True, help="Who writes the summary.")
+@model_option
 @click.option("--tokenizer", type=click.Choice(["o200k", "cl100k", "approx"]), default="o200k",
               show_default=True, help="How tokens are counted (approx = chars/4, an estimate).")
 @click.option("--session", "session_id", default=None,
@@ -80,17 +90,19 @@ def replay_into(memory: Memory, session_id: str, path: Path, *, show_progress: b
               show_default=True)
 @db_option
 @guard
-def replay(transcript: Path, max_tokens: int, summarizer: str, tokenizer: str,
-           session_id: str | None, output: str, fmt: str, db: Path | None) -> None:
+def replay(transcript: Path, max_tokens: int, summarizer: str, model: str | None,
+           tokenizer: str, session_id: str | None, output: str, fmt: str,
+           db: Path | None) -> None:
     """Stream TRANSCRIPT (JSONL: one message per line with role, content, optional name
     and timestamp) through a memory with a MAX_TOKENS budget and print the final context.
 
     \b
     Example:
       contextfold replay chat.jsonl --max-tokens 4000 --format json > context.json
+      contextfold replay chat.jsonl --max-tokens 4000 --model openai:gpt-4o-mini
     """
     sid = session_id or transcript.stem
-    with open_memory(db, summarizer=SUMMARIZERS[summarizer](), tokenizer=tokenizer,
+    with open_memory(db, summarizer=make_summarizer(summarizer, model), tokenizer=tokenizer,
                      policy=TokenBudget(max_tokens)) as memory:
         if memory.delete(sid):
             err_console.print(f"[dim]replaced the earlier session {sid!r}[/]")
