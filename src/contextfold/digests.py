@@ -54,11 +54,25 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
 def _clip(text: str, words: int = _FIELD_WORDS) -> str:
-    """The first sentence of ``text``, on one line, at most ``words`` words."""
-    flat = " ".join(text.split())
-    first = _SENTENCE.split(flat, maxsplit=1)[0] if flat else ""
-    parts = first.split()
-    return " ".join(parts[:words]) + (" …" if len(parts) > words else "")
+    """``text`` on one line, whole sentences while they fit in ``words`` words; a first
+    sentence longer than that is cut (marked with …)."""
+    kept: list[str] = []
+    count = 0
+    for sentence in _SENTENCE.split(" ".join(text.split())):
+        size = len(sentence.split())
+        if not size:
+            continue
+        if count + size > words:
+            if not kept:
+                return " ".join(sentence.split()[:words]) + " …"
+            break
+        kept.append(sentence)
+        count += size
+    return " ".join(kept)
+
+
+def _end(text: str) -> str:
+    return text.rstrip(" .;")
 
 
 @dataclass(frozen=True)
@@ -73,13 +87,13 @@ class TurnDigest:
     at: datetime | None = None
 
     def render(self) -> str:
-        """``Turn 3 (2025-05-01 10:00 UTC): user wanted …; assistant … Pending: ….``"""
+        """``Turn 3 (2025-05-01 10:00 UTC): user: …; assistant: …; pending: ….``"""
         stamp = f" ({self.at.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC)" if self.at else ""
-        line = f"Turn {self.turn}{stamp}: user wanted {self.wanted or '(nothing said)'}; " \
-               f"assistant {self.did or '(no reply)'}"
+        line = f"Turn {self.turn}{stamp}: user: {_end(self.wanted or '(nothing said)')}; " \
+               f"assistant: {_end(self.did or '(no reply)')}"
         if self.pending:
-            line += f". Pending: {'; '.join(self.pending)}"
-        return line
+            line += f"; pending: {', '.join(self.pending)}"
+        return line + "."
 
     def to_metadata(self) -> dict[str, Any]:
         return {"turn": self.turn, "wanted": self.wanted, "did": self.did,
@@ -108,23 +122,25 @@ class Digester(Protocol):
 
 
 _PENDING_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\b(which|what time|when would|where should|could you (tell|send|share)|"
+                r"please (tell|send|share|provide))\b", re.I), "waiting for the user's answer"),
     (re.compile(r"\b(shall i|should i|do you want( me)?|would you like|confirm|ok to|okay to|"
                 r"is that (ok|okay|right|correct))\b", re.I), "waiting for confirmation"),
-    (re.compile(r"\b(which one|what time|when would|where should|could you (tell|send|share)|"
-                r"please (tell|send|share|provide))\b", re.I), "waiting for the user's answer"),
     (re.compile(r"\b(i will|i'll|i am going to|i'm going to|will remind you)\b", re.I),
      "assistant follow-up promised"),
 )
+_WAITING = frozenset({"waiting for the user's answer", "waiting for confirmation"})
 
 
 class RuleDigester:
-    """The offline default: the first sentence of each side (at most 24 words) and
-    pending items from phrases such as "shall I", "please confirm", "I'll"."""
+    """The offline default: each side in at most 24 words (whole sentences) and pending
+    items from phrases such as "which …?", "shall I", "please confirm", "I'll"."""
 
     async def digest(self, turn: int, user: str, assistant: str, at: datetime) -> TurnDigest:
         pending: list[str] = []
         for pattern, item in _PENDING_RULES:
-            if pattern.search(assistant) and item not in pending:
+            waiting = item in _WAITING and any(p in _WAITING for p in pending)
+            if pattern.search(assistant) and not waiting:
                 pending.append(item)
         if not pending and assistant.rstrip().endswith("?"):
             pending.append("waiting for the user's answer")

@@ -45,7 +45,7 @@ def test_later_turn_context_holds_the_earlier_digest() -> None:
             assert prompt.startswith("You are a helpful assistant.")
             assert "DIALOG_SUMMARY" in prompt
             assert "Turn 1" in prompt and "dentist appointment" in prompt
-            assert "Pending: waiting for confirmation" in prompt
+            assert "pending: waiting for confirmation" in prompt
             assert "Turn 2" in prompt and "reminder set" in prompt
 
     run(main())
@@ -53,14 +53,15 @@ def test_later_turn_context_holds_the_earlier_digest() -> None:
 
 def test_pii_is_never_stored_and_no_raw_transcript(tmp_path: Path) -> None:
     path = tmp_path / "digests.db"
-    raw_sentence = "the weather in a city I will not name"
+    raw_sentence = ("Also tell me about the weather in a city I will not name, the one where "
+                    "we met last spring, near the river with the old stone bridge")
 
     async def main() -> None:
         async with DigestMemory(f"sqlite:///{path}") as dm:
             assert dm.memory.store.retention == "delete"
             user = (f"Email me at {PII['email']} or call {PII['phone']}; my card is "
                     f"{PII['card']}, SSN {PII['ssn']}, I live at {PII['address']}. "
-                    f"Also tell me {raw_sentence}.")
+                    f"{raw_sentence}.")
             digest = await dm.record("s", user, f"I will email {PII['email']} the summary.")
             for value in PII.values():
                 assert value not in digest.render()
@@ -84,7 +85,7 @@ def test_pii_is_never_stored_and_no_raw_transcript(tmp_path: Path) -> None:
     conn.close()
     for value in PII.values():
         assert value not in dump
-    assert raw_sentence not in dump  # only the digest's first sentence was kept
+    assert raw_sentence not in dump  # over the digest's word limit: never stored
 
 
 def test_cap_holds_after_many_turns_and_newest_is_always_kept() -> None:
@@ -132,7 +133,7 @@ def test_block_rendering_and_rule_digester() -> None:
         d = await RuleDigester().digest(3, "Can you move my 3pm meeting? It clashes.",
                                         "I'll move it to 4pm once you confirm.",
                                         __import__("datetime").datetime(2025, 5, 1, 10, 0))
-        assert d.wanted == "Can you move my 3pm meeting?"
+        assert d.wanted == "Can you move my 3pm meeting? It clashes."
         assert "waiting for confirmation" in d.pending
         assert "assistant follow-up promised" in d.pending
         assert render_block([]) == "DIALOG_SUMMARY: (no earlier turns)"
