@@ -145,13 +145,8 @@ def test_fold_cancelled_at_any_moment_is_all_or_nothing(
 
 @pytest.mark.parametrize("retention", ["archive", "delete"])
 def test_retried_append_with_the_same_client_id_is_not_duplicated(
-    stores: StoreFactory, retention: Retention, request: pytest.FixtureRequest
+    stores: StoreFactory, retention: Retention
 ) -> None:
-    if retention == "delete" and stores.kind in ("sqlite", "postgres"):
-        request.applymarker(pytest.mark.xfail(
-            strict=True, reason="SQL stores forget client ids when delete retention removes "
-            "folded rows; a retried append is stored again (fix pending: keep folded ids)"))
-
     async def body(_: StoreFactory, store: Store) -> None:
         memory = _memory(store)
         first = await memory.add("s", _user(0, id="m0"), _user(1, id="m1"))

@@ -382,8 +382,16 @@ class PostgresStore:
                  commit.session_id),
             )
             if self.retention == "delete":
+                # content goes; a row with a client id stays as an empty tombstone so a
+                # retried append of that id is still recognised (idempotency key)
                 await conn.execute(
-                    "DELETE FROM messages WHERE session_id = %s AND seq BETWEEN %s AND %s",
+                    "DELETE FROM messages WHERE session_id = %s AND seq BETWEEN %s AND %s "
+                    "AND client_id IS NULL",
+                    (commit.session_id, commit.lo, commit.hi),
+                )
+                await conn.execute(
+                    "UPDATE messages SET body = '', tokens = 0 "
+                    "WHERE session_id = %s AND seq BETWEEN %s AND %s",
                     (commit.session_id, commit.lo, commit.hi),
                 )
             await conn.execute(_LEDGER_INSERT, _ledger_params(entry))
@@ -501,7 +509,7 @@ class PostgresStore:
                 "JOIN messages m ON m.session_id = s.session_id "
                 "WHERE s.session_id = %s AND m.seq > %s AND (%s OR m.seq > s.through_seq) "
                 "ORDER BY m.seq LIMIT %s",
-                (session_id, after_seq, include_folded, limit),
+                (session_id, after_seq, include_folded and self.retention == "archive", limit),
             )
             return [decode_message(s, b, t, s <= th) for s, b, t, th in await cur.fetchall()]
 

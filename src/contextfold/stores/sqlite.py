@@ -362,8 +362,16 @@ class SQLiteStore:
                 (commit.text, commit.tokens, stamp, commit.hi, count, tokens, commit.session_id),
             )
             if self.retention == "delete":
+                # content goes; a row with a client id stays as an empty tombstone so a
+                # retried append of that id is still recognised (idempotency key)
                 conn.execute(
-                    "DELETE FROM messages WHERE session_id = ? AND seq BETWEEN ? AND ?",
+                    "DELETE FROM messages WHERE session_id = ? AND seq BETWEEN ? AND ? "
+                    "AND client_id IS NULL",
+                    (commit.session_id, commit.lo, commit.hi),
+                )
+                conn.execute(
+                    "UPDATE messages SET body = '', tokens = 0 "
+                    "WHERE session_id = ? AND seq BETWEEN ? AND ?",
                     (commit.session_id, commit.lo, commit.hi),
                 )
             self._insert_ledger(conn, entry)
@@ -490,7 +498,8 @@ class SQLiteStore:
             if row is None:
                 return []
             through = row[0]
-            start = after_seq if include_folded else max(after_seq, through)
+            archived = include_folded and self.retention == "archive"
+            start = after_seq if archived else max(after_seq, through)
             rows = conn.execute(
                 "SELECT seq, body, tokens FROM messages WHERE session_id = ? AND seq > ? "
                 "ORDER BY seq LIMIT ?",
