@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+import pytest
 from conftest import StoreFactory
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -19,7 +20,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from contextfold import AsyncMemory, Message, MessageCount, SummarizationError, ToolCall
 from contextfold.context import BRIDGE_TEXT, SUMMARY_HEADER
-from contextfold.stores.base import Store
+from contextfold.stores.base import Retention, Store
 from contextfold.summarizers.base import SummaryRequest, SummaryResult
 from contextfold.testing import check_invariant
 from contextfold.testing.provider_rules import check_provider_rules
@@ -98,12 +99,13 @@ def _key(m: Message) -> tuple[Any, ...]:
 
 class MemoryMachine(RuleBasedStateMachine):
     factory: StoreFactory  # set by the test function
+    retention: Retention = "archive"
     tally: ClassVar[Counter[str]] = Counter()
 
     def __init__(self) -> None:
         super().__init__()
         self.loop = asyncio.new_event_loop()
-        self.key, store = self.factory.new()
+        self.key, store = self.factory.new(self.retention)
         self.summarizer = ScriptedSummarizer()
         self.memory = self._memory(store)
         self.model = Model()
@@ -234,9 +236,11 @@ class MemoryMachine(RuleBasedStateMachine):
         assert (stats.last_seq, stats.through_seq) == (len(model.messages), model.through)
         assert list(stats.pending_calls) == model.pending
         stored = await memory.messages(SID)
-        assert [m.seq for m in stored] == list(range(1, len(model.messages) + 1))
-        assert [_key(m.message) for m in stored] == [_key(m) for m in model.messages]
-        assert [m.folded for m in stored] == [s <= model.through for s in range(1, len(stored) + 1)]
+        kept = model.messages if self.retention == "archive" else model.messages[model.through:]
+        first = len(model.messages) - len(kept) + 1
+        assert [m.seq for m in stored] == list(range(first, len(model.messages) + 1))
+        assert [_key(m.message) for m in stored] == [_key(m) for m in kept]
+        assert [m.folded for m in stored] == [m.seq <= model.through for m in stored]
         await check_invariant(memory.store, SID)
         summary = await memory.summary(SID)
         if model.through:
@@ -261,17 +265,18 @@ class MemoryMachine(RuleBasedStateMachine):
             assert {v.rule for v in rules} <= {"first_turn_not_user"}
 
 
+@pytest.mark.parametrize("retention", ["archive", "delete"])
 def test_memory_agrees_with_the_reference_model(
-    stores: StoreFactory, counts: Callable[[str, int, int], int]
+    stores: StoreFactory, retention: Retention, counts: Callable[[str, int, int], int]
 ) -> None:
-    examples = counts(f"state machine runs ({stores.kind})", 60 if stores.kind == "memory" else 30,
-                      600)
-    MemoryMachine.factory = stores
+    examples = counts(f"state machine runs ({stores.kind}, {retention})",
+                      40 if stores.kind == "memory" else 20, 500)
+    MemoryMachine.factory, MemoryMachine.retention = stores, retention
     run = MemoryMachine.TestCase
     run.settings = settings(max_examples=examples, stateful_step_count=30, deadline=None,
                             database=None, suppress_health_check=[HealthCheck.too_slow])
     MemoryMachine.tally = Counter()
     run().runTest()
-    print(f"state machine on {stores.kind}: {dict(MemoryMachine.tally)}")
+    print(f"state machine on {stores.kind} ({retention}): {dict(MemoryMachine.tally)}")
     assert MemoryMachine.tally["appends during a committed fold"] > 0
     assert MemoryMachine.tally["failing folds failed"] > 0
