@@ -13,7 +13,8 @@ Guarantees, from the store contract:
   lease is current and unexpired — a worker that stalled past its lease (or was killed)
   cannot commit over a newer fold;
 * a killed worker's sessions are claimed again once its leases expire;
-* a failed fold changes nothing and is retried after ``retry_after`` seconds.
+* a failed fold changes nothing and is retried after ``retry_after`` seconds (so is a
+  fold fenced off because it outlived its lease: raise ``lease_seconds``).
 
 On :meth:`Worker.stop` (SIGTERM/SIGINT under :func:`run_worker`) a worker stops claiming,
 lets in-flight folds finish for up to ``grace_seconds``, then cancels the rest and
@@ -31,7 +32,7 @@ import signal
 import socket
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
 from .errors import ConfigError, ContextFoldError
 from .memory import AsyncMemory, FoldOutcome
@@ -183,9 +184,13 @@ class Worker:
             if stats is None:  # cleared or deleted: nothing left to release
                 return
             due: datetime | None
-            if outcome.status == "failed":
+            expired = datetime.now(timezone.utc) >= lease.expires_at
+            if outcome.status == "failed" or (outcome.status == "conflict" and expired):
+                if expired:
+                    log.warning("fold of %s outlived its %gs lease; raise lease_seconds",
+                                sid, self.lease_seconds)
                 due = memory.clock() + timedelta(seconds=self.retry_after)
-            elif outcome.status == "conflict":
+            elif outcome.status == "conflict":  # lost the compare-and-set: just try again
                 due = memory.clock()
             else:
                 due = memory.due_at(stats)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypeVar
@@ -39,7 +39,7 @@ from .base import (
     Retention,
     Summary,
 )
-from .rows import LEDGER_COLUMNS, decode_message, encode_message, ledger_from_row, ledger_values
+from .rows import LEDGER_COLUMNS, MessageDecoder, encode_message, ledger_from_row, ledger_values
 
 try:
     import psycopg
@@ -118,10 +118,21 @@ CREATE INDEX sessions_due ON sessions (due_at) WHERE due_at IS NOT NULL;
 ALTER TABLE ledger ADD COLUMN owner text, ADD COLUMN lease_token bigint;
 """
 
+# Reversible redaction: placeholder -> value per session, apart from the summary.
+_PII_VAULT = """
+CREATE TABLE pii_vault (
+    session_id text NOT NULL,
+    placeholder text NOT NULL,
+    value text NOT NULL,
+    PRIMARY KEY (session_id, placeholder)
+);
+"""
+
 #: Ordered (version, name, SQL), the same steps as SQLite's. Append; never edit one.
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial schema", _INITIAL),
     (2, "due sessions and leases", _DUE_AND_LEASES),
+    (3, "pii vault", _PII_VAULT),
 ]
 
 _SESSION_COLS = (
@@ -194,6 +205,7 @@ class PostgresStore:
         self._pool: AsyncConnectionPool[Conn] | None = None
         self._pool_lock: asyncio.Lock | None = None
         self._closed = False
+        self._decoder = MessageDecoder()
 
     def __repr__(self) -> str:
         return f"PostgresStore({_redact(self.url)!r}, schema={self.schema!r})"
@@ -421,7 +433,7 @@ class PostgresStore:
             row = await self._lock_session(conn, session_id, "last_seq")
             if row is None or (if_last_seq is not None and row[0] != if_last_seq):
                 return False
-            for table in ("messages", "ledger", "sessions"):
+            for table in ("messages", "ledger", "pii_vault", "sessions"):
                 await conn.execute(
                     f"DELETE FROM {table} WHERE session_id = %s",
                     (session_id,),
@@ -429,6 +441,27 @@ class PostgresStore:
             return True
 
         return await self._tx(do)
+
+    async def vault_get(self, session_id: str) -> dict[str, str]:
+        async def do(conn: Conn) -> dict[str, str]:
+            cur = await conn.execute(
+                "SELECT placeholder, value FROM pii_vault WHERE session_id = %s", (session_id,)
+            )
+            return {p: v for p, v in await cur.fetchall()}
+
+        return await self._tx(do)
+
+    async def vault_put(self, session_id: str, entries: Mapping[str, str]) -> None:
+        async def do(conn: Conn) -> None:
+            async with conn.cursor() as cur:
+                await cur.executemany(
+                    "INSERT INTO pii_vault (session_id, placeholder, value) VALUES (%s, %s, %s) "
+                    "ON CONFLICT DO NOTHING",
+                    [(session_id, p, v) for p, v in entries.items()],
+                )
+
+        if entries:
+            await self._tx(do)
 
     # -- due sessions and leases -----------------------------------------------------------
 
@@ -511,7 +544,8 @@ class PostgresStore:
                 "ORDER BY m.seq LIMIT %s",
                 (session_id, after_seq, include_folded and self.retention == "archive", limit),
             )
-            return [decode_message(s, b, t, s <= th) for s, b, t, th in await cur.fetchall()]
+            return [self._decoder.decode(session_id, s, b, t, s <= th)
+                    for s, b, t, th in await cur.fetchall()]
 
         return await self._tx(do)
 

@@ -1,0 +1,162 @@
+"""Deferred folding and the fold worker, in process (memory and SQLite stores)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from contextfold.errors import ConfigError, SummarizationError
+from contextfold.memory import AsyncMemory
+from contextfold.policy import Idle, MessageCount
+from contextfold.stores import MemoryStore
+from contextfold.stores.base import Store
+from contextfold.stores.sqlite import SQLiteStore
+from contextfold.testing import ConcatSummarizer, check_invariant
+from contextfold.worker import Worker
+
+POLICY = MessageCount(max_messages=4, keep_last=1)
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Store]:
+    if request.param == "memory":
+        shared = MemoryStore()
+        return lambda: shared
+    return lambda: SQLiteStore(tmp_path / "w.db")
+
+
+def _memory(store: Store, **kw: object) -> AsyncMemory:
+    kw.setdefault("policy", POLICY)
+    return AsyncMemory(store, **kw)  # type: ignore[arg-type]
+
+
+async def _fill(memory: AsyncMemory, sid: str, n: int) -> None:
+    for i in range(n):
+        result = await memory.add(sid, {"role": "user", "content": f"{sid} says {i}"})
+        assert result.fold is None
+
+
+def test_deferred_add_marks_due_and_worker_folds(make_store: Callable[[], Store]) -> None:
+    async def main() -> None:
+        app = _memory(make_store(), fold="deferred")
+        await _fill(app, "a", 6)
+        await _fill(app, "b", 3)  # under the policy: never due
+        stats = await app.stats("a")
+        assert stats is not None and stats.through_seq == 0  # add did not fold
+        assert [sid for sid, _ in await app.store.list_due()] == ["a"]
+
+        worker_mem = _memory(make_store(), summarizer=ConcatSummarizer())
+        worker = Worker(worker_mem, owner="w1", concurrency=2)
+        totals = await worker.run(once=True)
+        assert (totals.claimed, totals.committed, totals.released) == (1, 1, 1)
+        stats = await app.stats("a")
+        assert stats is not None and stats.through_seq == 5 and stats.live_count == 1
+        (row,) = await app.ledger("a")
+        assert (row.outcome, row.owner, row.lease_token) == ("committed", "w1", 1)
+        assert await app.store.list_due() == []
+        await check_invariant(app.store, "a")
+        await app.close()
+        await worker_mem.close()
+
+    asyncio.run(main())
+
+
+def test_idle_policy_marks_due_in_the_future() -> None:
+    async def main() -> None:
+        store = MemoryStore()
+        app = AsyncMemory(store, fold="deferred", policy=Idle(fold_after=3600))
+        await app.add("s", {"role": "user", "content": "hello"})
+        stats = await app.stats("s")
+        assert stats is not None and stats.last_activity is not None
+        assert await store.list_due() == [("s", stats.last_activity + timedelta(hours=1))]
+        assert (await Worker(app).run(once=True)).claimed == 0  # nothing due yet
+
+    asyncio.run(main())
+
+
+def test_failed_fold_is_retried_later(make_store: Callable[[], Store]) -> None:
+    async def main() -> None:
+        store = make_store()
+        app = _memory(store, fold="deferred",
+                      summarizer=ConcatSummarizer(fail_with=SummarizationError("model down")))
+        await _fill(app, "a", 6)
+        totals = await Worker(app, owner="w1", retry_after=600).run(once=True)
+        assert (totals.failed, totals.committed) == (1, 0)
+        ((sid, due),) = await store.list_due()
+        assert sid == "a" and due > datetime.now(timezone.utc) + timedelta(minutes=9)
+        (row,) = await app.ledger("a")
+        assert (row.outcome, row.owner, row.error_class) == ("failed", "w1", "SummarizationError")
+        assert (await app.stats("a")).through_seq == 0  # type: ignore[union-attr]
+        await app.close()
+
+    asyncio.run(main())
+
+
+def test_stop_without_grace_releases_in_flight_sessions(make_store: Callable[[], Store]) -> None:
+    async def main() -> None:
+        store = make_store()
+        app = _memory(store, fold="deferred", summarizer=ConcatSummarizer(delay=30))
+        await _fill(app, "a", 6)
+        worker = Worker(app, owner="w1", grace_seconds=0)
+        running = asyncio.create_task(worker.run())
+        while worker.stats.claimed == 0:
+            await asyncio.sleep(0.01)
+        worker.stop()
+        totals = await asyncio.wait_for(running, 5)
+        assert (totals.cancelled, totals.released) == (1, 1)
+        (lease,) = await store.claim_due("w2", limit=5, lease_seconds=30)
+        assert (lease.session_id, lease.token) == ("a", 2)
+        await app.close()
+
+    asyncio.run(main())
+
+
+def test_graceful_stop_lets_in_flight_folds_commit(make_store: Callable[[], Store]) -> None:
+    async def main() -> None:
+        store = make_store()
+        app = _memory(store, fold="deferred", summarizer=ConcatSummarizer(delay=0.3))
+        await _fill(app, "a", 6)
+        worker = Worker(app, owner="w1", grace_seconds=10)
+        running = asyncio.create_task(worker.run())
+        while worker.stats.claimed == 0:
+            await asyncio.sleep(0.01)
+        worker.stop()
+        totals = await asyncio.wait_for(running, 5)
+        assert (totals.committed, totals.cancelled) == (1, 0)
+        assert await store.list_due() == []
+        await app.close()
+
+    asyncio.run(main())
+
+
+def test_fold_outliving_its_lease_is_fenced_off(make_store: Callable[[], Store]) -> None:
+    async def main() -> None:
+        store = make_store()
+        slow = _memory(store, fold="deferred", summarizer=ConcatSummarizer(delay=0.5))
+        await _fill(slow, "a", 6)
+        totals = await Worker(slow, owner="slow", lease_seconds=0.2).run(once=True)
+        assert (totals.conflicts, totals.committed, totals.lost) == (1, 0, 0)
+        (row,) = await slow.ledger("a")
+        assert row.outcome == "conflict" and "fenced" in (row.error or "")
+        assert (await slow.stats("a")).through_seq == 0  # type: ignore[union-attr]
+        ((_, due),) = await store.list_due()  # retried after retry_after, not in a hot loop
+        assert due > datetime.now(timezone.utc) + timedelta(seconds=20)
+        await store.mark_due("a", datetime.now(timezone.utc), as_of_seq=6)
+        fast = _memory(store, summarizer=ConcatSummarizer())
+        assert (await Worker(fast, owner="fast").run(once=True)).committed == 1
+        await slow.close()
+
+    asyncio.run(main())
+
+
+def test_bad_worker_settings_are_config_errors() -> None:
+    app = AsyncMemory(MemoryStore())
+    for kw in ({"concurrency": 0}, {"lease_seconds": 0}, {"retry_after": -1}):
+        with pytest.raises(ConfigError):
+            Worker(app, **kw)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="deferred"):
+        AsyncMemory(MemoryStore(), fold="later")  # type: ignore[arg-type]
