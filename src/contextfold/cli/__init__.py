@@ -27,9 +27,9 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from . import demo, inspect, replay
+    from . import demo, inspect, replay, worker
 
-    for module in (demo, replay, inspect):
+    for module in (demo, replay, inspect, worker):
         for command in module.COMMANDS:
             cli.add_command(command)
 

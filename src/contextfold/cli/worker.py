@@ -1,0 +1,86 @@
+"""``contextfold worker``: fold due sessions off the request path."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..memory import AsyncMemory
+from ..worker import Worker, WorkerStats, run_worker
+from .common import (
+    SUMMARIZERS,
+    console,
+    db_option,
+    emit_json,
+    guard,
+    make_summarizer,
+    model_option,
+    store_url,
+)
+
+
+@click.command()
+@click.option("--store", "url", default=None, metavar="URL",
+              help="postgresql://user@host/db, sqlite:///path.db or memory:// "
+              "(default: the --db SQLite file).")
+@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True,
+              help="Most folds in flight in this process.")
+@click.option("--once", is_flag=True, help="Fold what is due now, then exit.")
+@click.option("--lease-seconds", type=click.FloatRange(min=1), default=60.0, show_default=True,
+              help="How long a claimed session stays ours; must exceed the longest fold.")
+@click.option("--poll-interval", type=click.FloatRange(min=0.05), default=1.0,
+              show_default=True, help="Seconds between looks for due sessions when idle.")
+@click.option("--max-tokens", type=click.IntRange(min=64), default=None,
+              help="Budget of the TokenBudget policy (use the same as your app).")
+@click.option("--summarizer", type=click.Choice(sorted(SUMMARIZERS)), default="extractive",
+              show_default=True)
+@model_option
+@click.option("--owner", default=None, help="Name in the ledger (default host:pid:random).")
+@click.option("--json", "as_json", is_flag=True, help="Print the totals as JSON at exit.")
+@db_option
+@guard
+def worker(url: str | None, concurrency: int, once: bool, lease_seconds: float,
+           poll_interval: float, max_tokens: int | None, summarizer: str, model: str | None,
+           owner: str | None, as_json: bool, db: Path | None) -> None:
+    """Claim due sessions and fold them, many at a time.
+
+    Apps that use Memory(store=URL, fold="deferred") only append and mark sessions
+    due; run any number of workers, on any number of machines, against the same store:
+
+    \b
+      contextfold worker --store postgresql://app@db/chat --concurrency 32
+      contextfold worker --store sqlite:///chat.db --once
+
+    Each session is leased to one worker at a time; a worker killed mid-fold loses its
+    sessions to others when the lease expires, and cannot commit after that. SIGTERM
+    stops claiming and lets in-flight folds finish (a second SIGTERM releases them now).
+    """
+    options: dict[str, Any] = {"summarizer": make_summarizer(summarizer, model)}
+    if max_tokens:
+        from ..policy import TokenBudget
+
+        options["policy"] = TokenBudget(max_tokens)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+
+    async def main() -> WorkerStats:
+        memory = AsyncMemory(url or store_url(db), **options)
+        try:
+            work = Worker(memory, owner=owner, concurrency=concurrency,
+                          lease_seconds=lease_seconds, poll_interval=poll_interval)
+            return await run_worker(work, once=once)
+        finally:
+            await memory.close()
+
+    totals = asyncio.run(main())
+    if as_json:
+        emit_json(asdict(totals))
+    else:
+        console.print(", ".join(f"{k} {v}" for k, v in asdict(totals).items()))
+
+
+COMMANDS = [worker]
