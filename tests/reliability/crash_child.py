@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from contextfold import AsyncMemory, Message, MessageCount, ToolCall
-from contextfold.stores.base import FoldCommit, LedgerEntry, Summary
+from contextfold.stores.base import FoldCommit, LedgerEntry, Retention, Summary
 from contextfold.stores.sqlite import SQLiteStore
 from contextfold.testing import ConcatSummarizer
 
@@ -31,8 +31,9 @@ SESSIONS = ("alice", "bob")
 class HookedStore(SQLiteStore):
     """SQLiteStore that lingers inside each write transaction and says which one is open."""
 
-    def __init__(self, path: str, state_fd: int, rng: random.Random, hold_s: float) -> None:
-        super().__init__(path)
+    def __init__(self, path: str, state_fd: int, rng: random.Random, hold_s: float,
+                 retention: Retention = "archive") -> None:
+        super().__init__(path, retention=retention)
         self.state_fd = state_fd
         self.rng = rng
         self.hold_s = hold_s
@@ -126,14 +127,15 @@ def next_messages(rng: random.Random, sid: str, last_seq: int,
     return out
 
 
-def run(db: str, ack_path: str, state_path: str, wrong: bool, seed: int, hold_s: float) -> None:
+def run(db: str, ack_path: str, state_path: str, wrong: bool, seed: int, hold_s: float,
+        retention: Retention = "archive") -> None:
     """Append and fold forever (until killed). Acks go to ``ack_path``, one ``sid:seq`` per
     line, each written with one ``write`` after ``add`` returned."""
     rng = random.Random(seed)
     ack_fd = os.open(ack_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     state_fd = os.open(state_path, os.O_RDWR | os.O_CREAT, 0o644)
     cls = ClearThenInsertStore if wrong else HookedStore
-    store = cls(db, state_fd, rng, hold_s)
+    store = cls(db, state_fd, rng, hold_s, retention)
     memory = AsyncMemory(store, summarizer=ConcatSummarizer(), tokenizer="approx",
                          policy=MessageCount(6, fold=4, keep_last=1))
 
@@ -153,16 +155,17 @@ def run(db: str, ack_path: str, state_path: str, wrong: bool, seed: int, hold_s:
 
 def zygote() -> None:
     """Fork children quickly: this process imports everything once, then for each line
-    ``db acks state wrong seed hold`` on stdin forks a child running :func:`run`, prints
+    ``db acks state wrong seed hold retention`` on stdin forks a child running :func:`run`, prints
     ``pid N``, reaps it when it dies (the parent kills it) and prints ``exit N code``."""
     import sys
 
     for line in sys.stdin:
-        db, acks, state, wrong, seed, hold = line.split()
+        db, acks, state, wrong, seed, hold, retention = line.split()
         pid = os.fork()
         if pid == 0:
             try:
-                run(db, acks, state, wrong == "1", int(seed), float(hold))
+                run(db, acks, state, wrong == "1", int(seed), float(hold),
+                    "delete" if retention == "delete" else "archive")
             finally:
                 os._exit(1)
         print(f"pid {pid}", flush=True)

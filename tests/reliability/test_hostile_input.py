@@ -35,6 +35,7 @@ from contextfold.messages import render_text
 from contextfold.stores.base import Store
 from contextfold.summarizers.base import SummaryRequest
 from contextfold.testing import FakeChat, FunctionSummarizer, check_invariant
+from contextfold.testing.provider_rules import check_provider_rules
 
 T = TypeVar("T")
 PAYLOAD = (  # a base64 PNG: must never reach a summarizer
@@ -371,6 +372,7 @@ def test_shipped_summarizers_never_see_media_payloads(which: str) -> None:
         assert summary is not None and PAYLOAD not in summary.text
         for request in chat.requests:
             assert all(PAYLOAD not in m.text and "base64" not in m.text for m in request.messages)
+            assert check_provider_rules(request.messages) == []  # the summarizer's own call
 
     asyncio.run(main())
 
