@@ -34,7 +34,7 @@ from contextfold.testing.provider_rules import (
     check_provider_rules,
     openai_violations,
 )
-from contextfold.tokens import count_message
+from contextfold.tokens import count_message, count_messages
 
 
 def _rules(msgs: list[Message], provider: str, **kw: bool) -> list[str]:
@@ -194,6 +194,9 @@ async def _replay(seed: int, tally: dict[str, int]) -> None:
             # yet): an empty conversation is the caller's to complete, not a broken one
             problems = [p for p in problems if p.rule != "empty"]
         assert not problems, (seed, [str(p) for p in problems])
+        # the reported size is the real size (recounted), and within the budget
+        if tally["contexts"] % 4 == 0:  # recounting every context doubles the run time
+            assert ctx.tokens == count_messages(memory.counter, ctx.messages), seed
         if ctx.budget is not None:
             assert ctx.tokens <= ctx.budget, (seed, ctx.tokens, ctx.budget)
         # after the head (system prompt, summary) the view is the newest messages, in order
