@@ -231,3 +231,31 @@ def test_worker_runs_the_same_policy_out_of_process(tmp_path: Path) -> None:
         await worker_memory.close()
 
     run(main())
+
+
+def test_contextfold_fold_due_runs_the_policy_from_the_settings_file(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from contextfold.cli import cli
+
+    path = tmp_path / "agent.db"
+    settings_file = write(tmp_path, "timeout_summarize_seconds: 60\ntimeout_clear_seconds: 60\n")
+    settings = AgentSettings.load(settings_file)
+    now = datetime.now(timezone.utc)
+
+    async def app() -> None:
+        memory = AsyncMemory(f"sqlite:///{path}", clock=lambda: now - timedelta(seconds=90),
+                             **settings.options())
+        await memory.add("s", {"role": "user", "content": "summarize the incident"},
+                         {"role": "assistant", "content": "node-2 ran out of disk at 03:10"})
+        await IdleScheduler(memory).touch("s")
+        await memory.close()
+
+    run(app())
+    runner = CliRunner()
+    args = ["fold", "--due", "--settings", str(settings_file), "--db", str(path), "--json"]
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert '"committed": 1' in result.output
+    result = runner.invoke(cli, ["fold", "--db", str(path)])
+    assert result.exit_code != 0 and "--due" in result.output

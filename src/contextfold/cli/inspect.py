@@ -107,21 +107,37 @@ def stats(session_id: str | None, as_json: bool, show_ledger: int, db: Path | No
 
 
 @click.command()
-@click.argument("session_ids", nargs=-1, required=True)
+@click.argument("session_ids", nargs=-1)
 @click.option("--force", is_flag=True, help="Fold every live message (up to the last safe cut).")
+@click.option("--due", is_flag=True,
+              help="Fold (or clear) every session whose due time has come, like one pass of a "
+              "worker; use the same --settings as the app that marked them.")
+@click.option("--settings", "settings_path", default=None,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Agent settings YAML (context limit, idle fold/clear timeouts) for the policy.")
 @click.option("--max-tokens", type=click.IntRange(min=64), default=None,
               help="Budget for the default TokenBudget policy.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @db_option
 @guard
-def fold(session_ids: tuple[str, ...], force: bool, max_tokens: int | None, as_json: bool,
-         db: Path | None) -> None:
-    """Fold sessions now (when their policy fires, or all live messages with --force)."""
+def fold(session_ids: tuple[str, ...], force: bool, due: bool, settings_path: Path | None,
+         max_tokens: int | None, as_json: bool, db: Path | None) -> None:
+    """Fold sessions now (when their policy fires, or all live messages with --force),
+    or with --due every session whose due time (an idle timeout, a deferred fold) has come."""
     from ..policy import TokenBudget
 
+    if not session_ids and not due:
+        fail("name the sessions to fold, or use --due")
     options: dict[str, Any] = {"fold": "manual"}
-    if max_tokens:
+    if settings_path is not None:
+        from ..settings import AgentSettings
+
+        options.update(AgentSettings.load(settings_path).options())
+    elif max_tokens:
         options["policy"] = TokenBudget(max_tokens)
+    if due:
+        _fold_due(db, options, as_json)
+        return
     with open_memory(db, **options) as memory:
         batch = memory.fold_many(session_ids, force=force)
     rows = [{"session": s, "status": o.status, "lo": o.lo, "hi": o.hi,
@@ -134,6 +150,25 @@ def fold(session_ids: tuple[str, ...], force: bool, max_tokens: int | None, as_j
     for r in rows:
         span = f" seq {r['lo']}..{r['hi']}" if r["status"] == "committed" else ""
         console.print(f"{r['session']}: {r['status']}{span} {r['reason']}")
+
+
+def _fold_due(db: Path | None, options: dict[str, Any], as_json: bool) -> None:
+    import asyncio
+
+    from ..memory import AsyncMemory
+    from ..worker import Worker, WorkerStats
+    from .common import store_url
+
+    async def once() -> WorkerStats:
+        async with AsyncMemory(store_url(db), **options) as memory:
+            return await Worker(memory, poll_interval=0.2).run(once=True)
+
+    stats = asyncio.run(once())
+    if as_json:
+        emit_json(asdict(stats))
+        return
+    console.print(f"{stats.claimed} due: {stats.committed} folded, {stats.cleared} cleared, "
+                  f"{stats.skipped} skipped, {stats.failed} failed")
 
 
 COMMANDS = [sessions, show, stats, fold]
