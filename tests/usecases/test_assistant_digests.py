@@ -5,13 +5,23 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import Coroutine
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from contextfold import ConfigError
-from contextfold.digests import DigestMemory, LLMDigester, RuleDigester, TurnDigest, render_block
+from contextfold import ConfigError, Message, SessionStats, StoredMessage
+from contextfold.digests import (
+    DigestMemory,
+    DigestWindow,
+    LLMDigester,
+    RuleDigester,
+    TurnDigest,
+    render_block,
+)
 from contextfold.stores import MemoryStore
 from contextfold.stores.sqlite import SQLiteStore
 from contextfold.testing import FakeChat
@@ -132,7 +142,7 @@ def test_block_rendering_and_rule_digester() -> None:
     async def main() -> None:
         d = await RuleDigester().digest(3, "Can you move my 3pm meeting? It clashes.",
                                         "I'll move it to 4pm once you confirm.",
-                                        __import__("datetime").datetime(2025, 5, 1, 10, 0))
+                                        datetime(2025, 5, 1, 10, 0))
         assert d.wanted == "Can you move my 3pm meeting? It clashes."
         assert "waiting for confirmation" in d.pending
         assert "assistant follow-up promised" in d.pending
@@ -156,3 +166,21 @@ def test_llm_digester_sees_only_redacted_text() -> None:
             assert d2.wanted == "thanks"  # unparseable reply: the rule digest for that turn
 
     run(main())
+
+
+@given(st.lists(st.integers(min_value=1, max_value=300), min_size=1, max_size=40),
+       st.integers(min_value=1, max_value=600), st.integers(min_value=1, max_value=3))
+def test_digest_window_plan_property(tokens: list[int], cap: int, keep: int) -> None:
+    """Whatever the sizes: the kept digests fit the cap unless only the newest ``keep_last``
+    are left, the newest is always kept, and the plan drops a prefix, oldest first."""
+    live = [StoredMessage(i + 1, Message(role="assistant", content="d"), t)
+            for i, t in enumerate(tokens)]
+    stats = SessionStats("s", last_seq=len(live), live_count=len(live), live_tokens=sum(tokens))
+    window = DigestWindow(cap, keep_last=keep)
+    plan = window.plan(stats, live, datetime.now())
+    assert (plan is not None) == (sum(tokens) > cap and len(live) > keep)
+    kept = live if plan is None else [m for m in live if m.seq > plan.hi]
+    if plan is not None:
+        assert plan.lo == 1 and window.triggered(stats, datetime.now())
+    assert kept[-1] is live[-1] and len(kept) >= min(keep, len(live))
+    assert sum(m.tokens for m in kept) <= cap or len(kept) == min(keep, len(live))
