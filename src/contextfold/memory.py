@@ -323,6 +323,7 @@ class AsyncMemory:
         try:
             result = check_summary(await self.summarizer.summarize(request), request)
         except asyncio.CancelledError:
+            await self._cancelled(store, base, started)
             raise
         except Exception as exc:
             err = exc if isinstance(exc, SummarizationError) else SummarizationError(error_text(exc))
@@ -351,6 +352,16 @@ class AsyncMemory:
             summary, None, result.input_tokens, result.output_tokens, result.calls,
             entry.latency_ms, tuple(m.message.id for m in span if m.message.id),
         )
+
+    async def _cancelled(self, store: Store, entry: LedgerEntry, started: float) -> None:
+        """A fold cancelled before its commit wrote nothing; its attempt still gets its
+        ledger row (best effort, shielded from a second cancellation)."""
+        entry = replace(entry, outcome="cancelled", error_class="CancelledError",
+                        latency_ms=(time.perf_counter() - started) * 1000)
+        try:
+            await asyncio.shield(store.record_attempt(entry))
+        except (ContextFoldError, asyncio.CancelledError):
+            log.warning("could not record the cancelled fold of %s", entry.session_id)
 
     async def _failed(
         self, store: Store, entry: LedgerEntry, started: float, exc: ContextFoldError,
