@@ -45,6 +45,8 @@ class Transcript:
             parts = (TextPart(words(rng, 2, 10)), MediaPart("image", {
                 "type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}))
             return Message(role="user", content=parts)
+        if rng.random() < 0.03:  # pasted a document: over any small budget on its own
+            return Message(role="user", content=words(rng, 1200, 2000))
         return Message(role="user", content=text(rng), name="Ada" if rng.random() < 0.1 else None)
 
     def _tool_round(self, pending: bool) -> Iterator[Message]:

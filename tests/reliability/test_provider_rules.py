@@ -17,11 +17,13 @@ from contextfold import (
     Message,
     MessageCount,
     Policy,
+    ReportedUsage,
     StoredMessage,
     SummarizationError,
     TokenBudget,
     ToolCall,
     ValidationError,
+    any_of,
     get_counter,
 )
 from contextfold.context import BRIDGE_TEXT, build_context
@@ -150,9 +152,13 @@ def test_truncated_newest_assistant_turn_is_bridged_within_budget() -> None:
 
 def _policy(rng: random.Random) -> tuple[Policy, int | None]:
     """A random policy and the context budget to ask for (None: the policy's)."""
-    kind = rng.choice(["tokens", "tokens", "count", "cells"])
+    kind = rng.choice(["tokens", "tokens", "count", "cells", "usage", "any"])
     if kind == "tokens":
         return TokenBudget(rng.choice([500, 900, 2000]), keep_last=rng.choice([0, 1, 2, 4])), None
+    if kind == "any":
+        return any_of(TokenBudget(900, keep_last=1), MessageCount(8, keep_last=2)), 900
+    if kind == "usage":
+        return ReportedUsage(rng.choice([300, 600])), rng.choice([None, 1500])
     budget = rng.choice([None, 700, 1500])
     if kind == "count":
         return MessageCount(rng.randint(3, 12), keep_last=rng.randint(0, 3),
@@ -185,6 +191,8 @@ async def _replay(seed: int, tally: dict[str, int]) -> None:
             tally["newest group over budget (documented ValidationError)"] += 1
             continue
         tally["contexts"] += 1
+        if isinstance(policy, ReportedUsage):  # as if the model call reported its input size
+            await memory.record_usage("s", ctx.tokens)
         tally["trimmed views"] += ctx.omitted > 0
         tally["truncated views"] += ctx.truncated
         tally["with summary"] += ctx.summary_included
@@ -229,3 +237,4 @@ def test_every_engine_context_obeys_provider_rules(counts: Callable[[str, int, i
     print("provider-rule replay:", tally)
     assert tally["contexts"] > n * 3
     assert tally["trimmed views"] > 0 and tally["with summary"] > 0
+    assert tally["truncated views"] > 0 and tally["bridged views"] > 0
