@@ -1,5 +1,6 @@
 """Test support that ships with the library: summarizer and chat-model doubles, local fake
-provider servers, and the store conformance suite every store must pass."""
+provider servers, the store conformance suite every store must pass, and the provider-rule
+checker (:func:`check_provider_rules`) to run on any context before sending it."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from .provider_servers import (
     ReceivedRequest,
     ServerReply,
 )
+from .provider_rules import Violation, assert_provider_rules, check_provider_rules
 from .summarizers import ConcatSummarizer, FunctionSummarizer
 
 __all__ = [
@@ -29,6 +31,9 @@ __all__ = [
     "ReceivedRequest",
     "ServerReply",
     "StoreConformance",
+    "Violation",
+    "assert_provider_rules",
     "block_model_requests",
     "check_invariant",
+    "check_provider_rules",
 ]
