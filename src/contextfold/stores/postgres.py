@@ -145,6 +145,49 @@ _LEDGER_INSERT = (
 )
 _LEDGER_SELECT = ", ".join(("id", *LEDGER_COLUMNS))
 _STARTED_AT = LEDGER_COLUMNS.index("started_at")
+# Explicit types, so parameters in INSERT … SELECT are never guessed as text.
+_LEDGER_TYPES = {
+    "session_id": "text", "outcome": "text", "reason": "text", "lo": "bigint", "hi": "bigint",
+    "messages_folded": "bigint", "tokens_folded": "bigint", "summary_tokens": "bigint",
+    "input_tokens": "bigint", "output_tokens": "bigint", "calls": "bigint", "model": "text",
+    "latency_ms": "double precision", "error_class": "text", "error": "text",
+    "started_at": "timestamptz", "key": "text", "owner": "text", "lease_token": "bigint",
+}
+# The fold commit as one statement (see PostgresStore.commit_fold). With delete retention
+# folded rows go, except that a row with a client id stays as an empty tombstone so a
+# retried append of that id is still recognised (idempotency key).
+_COMMIT_FOLD = f"""
+WITH span AS (
+    SELECT count(*) AS n, coalesce(sum(tokens), 0) AS t FROM messages
+    WHERE session_id = %(sid)s AND seq BETWEEN %(lo)s AND %(hi)s
+), upd AS (
+    UPDATE sessions s SET summary_version = s.summary_version + 1,
+        summary_text = %(text)s, summary_tokens = %(tokens)s,
+        summary_updated_at = %(at)s, through_seq = %(hi)s,
+        live_count = s.live_count - span.n, live_tokens = s.live_tokens - span.t,
+        reported_input_tokens = NULL
+    FROM span
+    WHERE s.session_id = %(sid)s AND s.summary_version = %(version)s
+        AND s.through_seq = %(lo)s - 1 AND %(lo)s <= %(hi)s AND %(hi)s <= s.last_seq
+        AND span.n = %(hi)s - %(lo)s + 1
+        AND (%(owner)s::text IS NULL OR (s.lease_owner = %(owner)s
+             AND s.lease_token = %(token)s AND s.lease_expires > now()))
+    RETURNING s.session_id
+), gone AS (
+    DELETE FROM messages m USING upd
+    WHERE %(delete)s AND m.session_id = upd.session_id
+        AND m.seq BETWEEN %(lo)s AND %(hi)s AND m.client_id IS NULL
+), blank AS (
+    UPDATE messages m SET body = '', tokens = 0 FROM upd
+    WHERE %(delete)s AND m.session_id = upd.session_id
+        AND m.seq BETWEEN %(lo)s AND %(hi)s AND m.client_id IS NOT NULL
+), led AS (
+    INSERT INTO ledger ({', '.join(LEDGER_COLUMNS)})
+    SELECT {', '.join(f"%(l_{c})s::{_LEDGER_TYPES.get(c, 'text')}" for c in LEDGER_COLUMNS)}
+    FROM upd
+)
+SELECT 1 FROM upd
+"""
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _MIGRATION_LOCK = 0x636F6E74  # advisory lock key ("cont"), scoped to the database
 
@@ -241,12 +284,19 @@ class PostgresStore:
                     self._pool = pool
         return self._pool
 
-    async def _tx(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
-        """Run ``fn`` in one transaction; roll back on any error; translate driver errors."""
+    async def _tx(self, fn: Callable[[Conn], Awaitable[T]], *, single: bool = False) -> T:
+        """Run ``fn`` in one transaction; roll back on any error; translate driver errors.
+
+        ``single``: ``fn`` runs exactly one statement, which autocommit already makes a
+        transaction of its own — saves the BEGIN and COMMIT round trips.
+        """
         pool = await self._get_pool()
         try:
-            async with pool.connection() as conn, conn.transaction():
-                return await fn(conn)
+            async with pool.connection() as conn:
+                if single:
+                    return await fn(conn)
+                async with conn.transaction():
+                    return await fn(conn)
         except ContextFoldError:
             raise
         except (psycopg.Error, PoolTimeout) as exc:
@@ -350,66 +400,60 @@ class PostgresStore:
             return nothing.result
 
     async def commit_fold(self, commit: FoldCommit, entry: LedgerEntry) -> Summary:
-        async def do(conn: Conn) -> Summary:
-            row = await self._lock_session(
-                conn, commit.session_id,
-                "summary_version, through_seq, last_seq, lease_owner, lease_token, "
-                "lease_expires > now()",
-            )
-            if row is None:
-                raise ConflictError(f"session {commit.session_id!r} no longer exists")
-            version, through, last, owner, token, unexpired = row
-            lease = commit.lease
-            if lease is not None and (owner, token, unexpired) != (lease.owner, lease.token, True):
-                raise ConflictError(
-                    f"lease {lease.token} of {lease.owner!r} on session {commit.session_id!r} "
-                    "expired or was taken over; the fold is fenced off"
-                )
-            if version != commit.expected_version:
-                raise ConflictError(
-                    f"session {commit.session_id!r} summary is at version {version}, "
-                    f"the fold started from {commit.expected_version}"
-                )
-            if commit.lo != through + 1 or not (commit.lo <= commit.hi <= last):
-                raise ConflictError(
-                    f"fold span {commit.lo}..{commit.hi} does not start at the first live "
-                    f"message {through + 1} or passes the last {last}"
-                )
-            cur = await conn.execute(
-                "SELECT count(*), coalesce(sum(tokens), 0) FROM messages "
-                "WHERE session_id = %s AND seq BETWEEN %s AND %s",
-                (commit.session_id, commit.lo, commit.hi),
-            )
-            count, tokens = await cur.fetchone() or (0, 0)
-            if count != commit.hi - commit.lo + 1:
-                raise StorageError(
-                    f"session {commit.session_id!r} is missing messages in {commit.lo}..{commit.hi}"
-                )
-            await conn.execute(
-                "UPDATE sessions SET summary_version = summary_version + 1, summary_text = %s, "
-                "summary_tokens = %s, summary_updated_at = %s, through_seq = %s, "
-                "live_count = live_count - %s, live_tokens = live_tokens - %s, "
-                "reported_input_tokens = NULL WHERE session_id = %s",
-                (commit.text, commit.tokens, entry.started_at, commit.hi, count, tokens,
-                 commit.session_id),
-            )
-            if self.retention == "delete":
-                # content goes; a row with a client id stays as an empty tombstone so a
-                # retried append of that id is still recognised (idempotency key)
-                await conn.execute(
-                    "DELETE FROM messages WHERE session_id = %s AND seq BETWEEN %s AND %s "
-                    "AND client_id IS NULL",
-                    (commit.session_id, commit.lo, commit.hi),
-                )
-                await conn.execute(
-                    "UPDATE messages SET body = '', tokens = 0 "
-                    "WHERE session_id = %s AND seq BETWEEN %s AND %s",
-                    (commit.session_id, commit.lo, commit.hi),
-                )
-            await conn.execute(_LEDGER_INSERT, _ledger_params(entry))
-            return Summary(commit.text, commit.hi, version + 1, commit.tokens, entry.started_at)
+        """One statement: the compare-and-set update of the session row, the retention
+        step and the ledger row commit together or not at all, and the session row is
+        locked only while that statement runs. If nothing matched, a second read says why."""
+        lease = commit.lease
+        params = {
+            "sid": commit.session_id, "version": commit.expected_version, "lo": commit.lo,
+            "hi": commit.hi, "text": commit.text, "tokens": commit.tokens,
+            "at": entry.started_at, "delete": self.retention == "delete",
+            "owner": lease.owner if lease else None, "token": lease.token if lease else None,
+            **{f"l_{c}": v for c, v in zip(LEDGER_COLUMNS, _ledger_params(entry), strict=True)},
+        }
 
-        return await self._tx(do)
+        async def do(conn: Conn) -> Summary:
+            cur = await conn.execute(_COMMIT_FOLD, params)
+            if await cur.fetchone() is None:
+                await self._why_not(conn, commit)
+            return Summary(commit.text, commit.hi, commit.expected_version + 1, commit.tokens,
+                           entry.started_at)
+
+        return await self._tx(do, single=True)
+
+    async def _why_not(self, conn: Conn, commit: FoldCommit) -> None:
+        """Raise the error that explains why the commit statement matched nothing."""
+        cur = await conn.execute(
+            "SELECT s.summary_version, s.through_seq, s.last_seq, s.lease_owner, "
+            "s.lease_token, s.lease_expires > now(), (SELECT count(*) FROM messages m "
+            "WHERE m.session_id = s.session_id AND m.seq BETWEEN %s AND %s) "
+            "FROM sessions s WHERE s.session_id = %s",
+            (commit.lo, commit.hi, commit.session_id),
+        )
+        row = await cur.fetchone()
+        sid = commit.session_id
+        if row is None:
+            raise ConflictError(f"session {sid!r} no longer exists")
+        version, through, last, owner, token, unexpired, count = row
+        lease = commit.lease
+        if lease is not None and (owner, token, unexpired) != (lease.owner, lease.token, True):
+            raise ConflictError(
+                f"lease {lease.token} of {lease.owner!r} on session {sid!r} "
+                "expired or was taken over; the fold is fenced off"
+            )
+        if version != commit.expected_version:
+            raise ConflictError(
+                f"session {sid!r} summary is at version {version}, "
+                f"the fold started from {commit.expected_version}"
+            )
+        if commit.lo != through + 1 or not (commit.lo <= commit.hi <= last):
+            raise ConflictError(
+                f"fold span {commit.lo}..{commit.hi} does not start at the first live "
+                f"message {through + 1} or passes the last {last}"
+            )
+        if count != commit.hi - commit.lo + 1:
+            raise StorageError(f"session {sid!r} is missing messages in {commit.lo}..{commit.hi}")
+        raise ConflictError(f"session {sid!r} changed while the fold committed")
 
     async def record_attempt(self, entry: LedgerEntry) -> int:
         async def do(conn: Conn) -> int:
@@ -417,7 +461,7 @@ class PostgresStore:
             row = await cur.fetchone()
             return int(row[0]) if row else 0
 
-        return await self._tx(do)
+        return await self._tx(do, single=True)
 
     async def record_usage(self, session_id: str, input_tokens: int) -> None:
         async def do(conn: Conn) -> None:
@@ -426,7 +470,7 @@ class PostgresStore:
                 (input_tokens, session_id),
             )
 
-        await self._tx(do)
+        await self._tx(do, single=True)
 
     async def delete(self, session_id: str, *, if_last_seq: int | None = None) -> bool:
         async def do(conn: Conn) -> bool:
@@ -473,7 +517,7 @@ class PostgresStore:
                 (due_at, as_of_seq, session_id, as_of_seq),
             )
 
-        await self._tx(do)
+        await self._tx(do, single=True)
 
     async def claim_due(self, owner: str, *, limit: int, lease_seconds: float) -> list[Lease]:
         async def do(conn: Conn) -> list[Lease]:
@@ -492,7 +536,7 @@ class PostgresStore:
             rows = sorted(await cur.fetchall(), key=lambda r: (r[3], r[0]))
             return [Lease(sid, owner, token, expires) for sid, token, expires, _ in rows]
 
-        return await self._tx(do)
+        return await self._tx(do, single=True)
 
     async def release(self, lease: Lease, *, due_at: datetime | None, as_of_seq: int) -> bool:
         async def do(conn: Conn) -> bool:
@@ -505,7 +549,7 @@ class PostgresStore:
             )
             return cur.rowcount == 1
 
-        return await self._tx(do)
+        return await self._tx(do, single=True)
 
     async def list_due(self, *, limit: int | None = 100) -> list[tuple[str, datetime]]:
         async def do(conn: Conn) -> list[tuple[str, datetime]]:
@@ -515,7 +559,7 @@ class PostgresStore:
             )
             return [(sid, at) for sid, at in await cur.fetchall()]
 
-        return await self._tx(do)
+        return await self._tx(do, single=True)
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -526,7 +570,7 @@ class PostgresStore:
             row = await cur.fetchone()
             return _stats(row) if row else None
 
-        return await self._tx(do)
+        return await self._tx(do, single=True)
 
     async def live(self, session_id: str) -> list[StoredMessage]:
         return await self.messages(session_id, include_folded=False)
@@ -547,7 +591,7 @@ class PostgresStore:
             return [self._decoder.decode(session_id, s, b, t, s <= th)
                     for s, b, t, th in await cur.fetchall()]
 
-        return await self._tx(do)
+        return await self._tx(do, single=True)
 
     async def summary(self, session_id: str) -> Summary | None:
         async def do(conn: Conn) -> Summary | None:
@@ -560,7 +604,7 @@ class PostgresStore:
                 return None
             return Summary(row[0], row[1], row[2], row[3], row[4])
 
-        return await self._tx(do)
+        return await self._tx(do, single=True)
 
     async def ledger(
         self, session_id: str | None = None, *, limit: int | None = 100
@@ -573,7 +617,7 @@ class PostgresStore:
             )
             return [ledger_from_row(r) for r in await cur.fetchall()]
 
-        return await self._tx(do)
+        return await self._tx(do, single=True)
 
     async def list_sessions(
         self, *, limit: int | None = 100, offset: int = 0
@@ -586,7 +630,7 @@ class PostgresStore:
             )
             return [_stats(r) for r in await cur.fetchall()]
 
-        return await self._tx(do)
+        return await self._tx(do, single=True)
 
     async def close(self) -> None:
         self._closed = True
