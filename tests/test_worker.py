@@ -160,3 +160,29 @@ def test_bad_worker_settings_are_config_errors() -> None:
             Worker(app, **kw)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="deferred"):
         AsyncMemory(MemoryStore(), fold="later")  # type: ignore[arg-type]
+
+
+def test_sqlite_file_from_before_leases_is_migrated(tmp_path: Path) -> None:
+    import sqlite3
+
+    from contextfold.stores.sqlite import MIGRATIONS
+
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    conn.executescript(MIGRATIONS[0][2])
+    conn.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, "
+                 "name TEXT NOT NULL, applied_at TEXT NOT NULL)")
+    conn.execute("INSERT INTO schema_migrations VALUES (1, 'initial schema', '2026-01-01')")
+    conn.commit()
+    conn.close()
+
+    async def main() -> None:
+        app = _memory(SQLiteStore(path), fold="deferred", summarizer=ConcatSummarizer())
+        await _fill(app, "a", 6)
+        assert (await Worker(app).run(once=True)).committed == 1
+        await app.close()
+
+    asyncio.run(main())
+    rows = sqlite3.connect(path).execute("SELECT version FROM schema_migrations ORDER BY 1")
+    versions = [r[0] for r in rows]
+    assert versions == [v for v, _, _ in MIGRATIONS]

@@ -84,3 +84,70 @@ def test_unreachable_server_is_a_storage_error() -> None:
 def test_password_is_redacted_from_repr() -> None:
     store = PostgresStore("postgresql://bob:s3cret@db.example/x")
     assert "s3cret" not in repr(store)
+
+
+def test_sync_memory_in_deferred_mode_on_postgres(pg_url: str) -> None:
+    from contextfold.memory import Memory
+    from contextfold.policy import MessageCount
+
+    schema = fresh_schema()
+    store = PostgresStore(pg_url, schema=schema)
+    with Memory(store, fold="deferred", policy=MessageCount(max_messages=3)) as app:
+        for i in range(5):
+            assert app.add("s", {"role": "user", "content": f"hello {i}"}).fold is None
+        assert app.stats("s").through_seq == 0  # type: ignore[union-attr]
+
+    async def due() -> list[str]:
+        other = PostgresStore(pg_url, schema=schema)
+        try:
+            return [sid for sid, _ in await other.list_due()]
+        finally:
+            await other.close()
+
+    assert asyncio.run(due()) == ["s"]
+
+
+def test_append_does_not_wait_for_a_running_fold(pg_url: str) -> None:
+    from contextfold.memory import AsyncMemory
+    from contextfold.policy import MessageCount
+    from contextfold.testing import ConcatSummarizer
+
+    async def main() -> None:
+        store = PostgresStore(pg_url, schema=fresh_schema())
+        memory = AsyncMemory(store, fold="manual", policy=MessageCount(max_messages=3),
+                             summarizer=ConcatSummarizer(delay=1.0))
+        for i in range(5):
+            await memory.add("s", {"role": "user", "content": f"m{i}"})
+        fold = asyncio.create_task(memory.fold("s"))
+        await asyncio.sleep(0.2)  # the fold is inside the summarizer call now
+        for i in range(5):
+            await memory.add("s", {"role": "user", "content": f"late {i}"})
+        assert not fold.done()  # every append finished while the fold was still running
+        outcome = await fold
+        assert outcome.status == "committed" and outcome.hi == 5
+        assert [m.text for m in await store.live("s")] == [f"late {i}" for i in range(5)]
+        await check_invariant(store, "s")
+        await memory.close()
+
+    asyncio.run(main())
+
+
+def test_lock_timeout_turns_a_stuck_lock_into_a_storage_error(pg_url: str) -> None:
+    import psycopg
+
+    schema = fresh_schema()
+
+    async def main() -> None:
+        store = PostgresStore(pg_url, schema=schema, lock_timeout=0.3)
+        await store.setup()
+        await store.append("s", [_msg("hi")], T0)
+        async with await psycopg.AsyncConnection.connect(pg_url) as other:
+            await other.execute(f'SELECT 1 FROM "{schema}".sessions WHERE session_id = %s '
+                                "FOR UPDATE", ("s",))  # a transaction left open, holding the row
+            with pytest.raises(StorageError, match="lock timeout") as info:
+                await store.append("s", [_msg("blocked")], T0)
+            assert isinstance(info.value.__cause__, psycopg.Error)
+        assert [m.text for m in await store.live("s")] == ["hi"]
+        await store.close()
+
+    asyncio.run(main())
