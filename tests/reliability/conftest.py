@@ -1,8 +1,9 @@
 """Reliability suite plumbing: counts that grow when the ``slow`` marker is selected.
 
 ``pytest tests/reliability`` runs every test with its CI counts; ``pytest tests/reliability
--m slow`` (or ``CONTEXTFOLD_LONG=1``) runs the tests marked ``slow`` with their long
-counts. Either way the counts used are printed at the end of the run.
+-m slow`` (or ``CONTEXTFOLD_LONG=1``) runs the tests with long variants — every test that
+takes the ``counts`` fixture carries the ``slow`` marker — with their long counts. Either
+way the counts used are printed at the end of the run.
 """
 
 from __future__ import annotations
@@ -37,6 +38,13 @@ def counts(request: pytest.FixtureRequest) -> Callable[[str, int, int], int]:
         return value
 
     return pick
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test with CI and long counts is a long variant: it carries the ``slow`` marker."""
+    for item in items:
+        if "counts" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
