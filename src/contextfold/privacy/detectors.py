@@ -81,6 +81,8 @@ class EmailDetector:
     """RFC 5322 "dot-atom" addresses as people write them (``jane.doe+news@mail.example.co.uk``)."""
 
     def find(self, text: str) -> Iterator[Finding]:
+        if "@" not in text:
+            return
         for m in _EMAIL.finditer(text):
             address = m.group()
             local = address[: address.index("@")]
@@ -110,6 +112,10 @@ _PHONE_EU = re.compile(
     r"(?<![\w+\-./:])(?<!\d[ ])(?:\(0[1-9]\d{0,3}\)[ ]?|0[1-9]\d{0,3}[ .\-/])"
     r"\d{2,8}(?:[ .\-]\d{2,8}){0,4}(?![\w]|[.\-/:]\d)"
 )
+
+
+_HAS_DIGIT = re.compile(r"\d").search
+_HAS_RUN = re.compile(r"\d{2}[ \-.]?\d{2}").search
 
 
 def _digits(s: str) -> str:
@@ -150,7 +156,9 @@ class PhoneDetector:
                     yield extra
 
     def _regex(self, text: str) -> Iterator[Finding]:
-        for m in _PHONE_INTL.finditer(text):
+        if _HAS_DIGIT(text) is None:
+            return
+        for m in _PHONE_INTL.finditer(text) if "+" in text else ():
             if 8 <= len(_digits(m.group())) <= 15:
                 yield Finding(m.start(), m.end(), "PHONE")
         for m in _PHONE_NANP.finditer(text):
@@ -224,6 +232,8 @@ class CardDetector:
     UnionPay, Maestro), and a passing Luhn check. All-same-digit numbers are rejected."""
 
     def find(self, text: str) -> Iterator[Finding]:
+        if _HAS_RUN(text) is None:
+            return
         for run in _DIGIT_RUN.finditer(text):
             s = run.group()
             if len(s) < 13 or _IBAN_HEAD.search(text, max(0, run.start() - 5), run.start()):
@@ -336,6 +346,8 @@ class SSNDetector:
     taken only within 40 characters after a cue ("SSN", "social security")."""
 
     def find(self, text: str) -> Iterator[Finding]:
+        if _HAS_RUN(text) is None:
+            return
         for m in _SSN.finditer(text):
             area, sep, group, serial = m.groups()
             if not ssn_valid(area, group, serial):
@@ -352,6 +364,7 @@ _IPV6 = re.compile(
     r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{1,4}|(?:\d{1,3}\.){3}\d{1,3}|:)?"
     r"(?:%[0-9A-Za-z]+)?(?![\w:])"
 )
+_IPV6_HINT = re.compile(r"[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{0,4}:").search
 _VERSION_CUE = re.compile(
     r"(?i)\b(?:version|ver\.|release|build|firmware|fw|patch|update|upgrade to)\s*$"
 )
@@ -362,7 +375,7 @@ class IPDetector:
     "version"/"build"/"release" is a version number, not an address."""
 
     def find(self, text: str) -> Iterator[Finding]:
-        for m in _IPV4.finditer(text):
+        for m in _IPV4.finditer(text) if "." in text else ():
             try:
                 ipaddress.IPv4Address(m.group())
             except ValueError:
@@ -370,7 +383,7 @@ class IPDetector:
             if _VERSION_CUE.search(text, max(0, m.start() - 12), m.start()):
                 continue
             yield Finding(m.start(), m.end(), "IP")
-        for m in _IPV6.finditer(text):
+        for m in _IPV6.finditer(text) if "::" in text or _IPV6_HINT(text) else ():
             s = m.group()
             if s.rstrip(":") == "" or s.count(":") < 2:
                 continue
@@ -390,7 +403,7 @@ _SECRET_PATTERNS: tuple[re.Pattern[str], ...] = (
     # PEM private key blocks; an unterminated block runs to the end of its base64 lines.
     re.compile(
         r"-----BEGIN[A-Z0-9 ]{0,40} PRIVATE KEY-----"
-        r"(?:[\s\S]*?-----END[A-Z0-9 ]{0,40} PRIVATE KEY-----|(?:\s*[A-Za-z0-9+/=:,\-]+)*)"
+        r"(?:[^\x00]*?-----END[A-Z0-9 ]{0,40} PRIVATE KEY-----|(?:\s*[A-Za-z0-9+/=:,\-]+)*)"
     ),
     re.compile(r"(?<![\w-])sk-(?:[A-Za-z]{2,10}-)?[A-Za-z0-9_\-]{20,}"),  # OpenAI, Anthropic
     re.compile(r"(?<![\w-])(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}"),  # Stripe
@@ -402,6 +415,17 @@ _SECRET_PATTERNS: tuple[re.Pattern[str], ...] = (
         r"(?<![\w-])eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{10,}"
     ),
 )
+_SECRET_HINTS: tuple[tuple[str, ...], ...] = (
+    ("PRIVATE KEY-----",),
+    ("sk-",),
+    ("sk_", "rk_", "pk_"),
+    ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA"),
+    ("gh", "github_pat_"),
+    ("xox",),
+    ("AIza",),
+    ("eyJ",),
+)
+_CUE_HINTS = ("bearer", "key", "token", "secret", "passw", "pwd")
 # Values after a cue: "Bearer <token>", "api_key=<value>", "password: <value>".
 _SECRET_CUED = re.compile(
     r"(?i)(?:\bbearer\s+|\b(?:api[_\- ]?key|secret(?:[_\- ]?key)?|access[_\- ]?token"
@@ -417,9 +441,14 @@ class SecretDetector:
     private-key blocks, bearer tokens, and values after ``api_key=`` / ``password:`` cues."""
 
     def find(self, text: str) -> Iterator[Finding]:
-        for pattern in _SECRET_PATTERNS:
-            for m in pattern.finditer(text):
-                yield Finding(m.start(), m.end(), "SECRET")
+        # Substring checks are ~100x faster than a regex scan and most text has no hint.
+        for hints, pattern in zip(_SECRET_HINTS, _SECRET_PATTERNS, strict=True):
+            if any(h in text for h in hints):
+                for m in pattern.finditer(text):
+                    yield Finding(m.start(), m.end(), "SECRET")
+        lowered = text.lower()
+        if not any(cue in lowered for cue in _CUE_HINTS):
+            return
         for m in _SECRET_CUED.finditer(text):
             value = m.group("value")
             # A cue followed by an ordinary word ("token is required") is not a secret; after
@@ -453,6 +482,8 @@ class AddressDetector:
     Pennsylvania Avenue NW``, ``350 5th Ave, Suite 3300``). City and postcode are left."""
 
     def find(self, text: str) -> Iterator[Finding]:
+        if _HAS_DIGIT(text) is None:
+            return
         for m in _ADDRESS.finditer(text):
             yield Finding(m.start(), m.end(), "ADDRESS")
 

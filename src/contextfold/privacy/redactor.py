@@ -19,6 +19,8 @@ Contracts that are easy to break:
 
 from __future__ import annotations
 
+import bisect
+import copy
 import hashlib
 import hmac
 import ipaddress
@@ -49,6 +51,8 @@ __all__ = ["BUILTIN_KINDS", "PLACEHOLDER", "Redactor"]
 
 #: A placeholder as the redactor writes it: ``<EMAIL_1>``, ``<EMPLOYEE_ID_12>``.
 PLACEHOLDER = re.compile(r"<([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*)_([1-9][0-9]{0,8})>")
+
+_MASK = "\x00"
 
 #: The built-in detector switch → the placeholder kind it produces.
 BUILTIN_KINDS: dict[str, str] = {
@@ -155,26 +159,42 @@ class Redactor:
         then by detector order.
         """
         text = _check(text)
+        # Placeholders are masked with NUL, which no built-in pattern can match or cross, so
+        # the text around them is scanned as if they were ends of the text; a finding that
+        # still overlaps one (a user pattern matching NUL) is dropped.
+        held = [m.span() for m in PLACEHOLDER.finditer(text)]
+        masked = text
+        if held:
+            parts: list[str] = []
+            pos = 0
+            for start, end in held:
+                parts.append(text[pos:start])
+                parts.append(_MASK * (end - start))
+                pos = end
+            parts.append(text[pos:])
+            masked = "".join(parts)
+        held_starts = [s for s, _ in held]
         found: list[tuple[int, int, Finding]] = []
-        pos = 0
-        for ph in [*PLACEHOLDER.finditer(text), None]:
-            end = ph.start() if ph is not None else len(text)
-            if end > pos:
-                segment = text[pos:end]
-                for rank, det in enumerate(self._detectors):
-                    for f in det.find(segment):
-                        if 0 <= f.start < f.end <= len(segment):
-                            found.append((-(f.end - f.start), rank, _shift(f, pos)))
-            if ph is not None:
-                pos = ph.end()
+        for rank, det in enumerate(self._detectors):
+            for f in det.find(masked):
+                if not 0 <= f.start < f.end <= len(text):
+                    continue
+                if held:
+                    i = bisect.bisect_left(held_starts, f.end)  # first placeholder at/after end
+                    if i > 0 and held[i - 1][1] > f.start:
+                        continue
+                found.append((-(f.end - f.start), rank, f))
         found.sort(key=lambda t: (t[0], t[1], t[2].start))
+        starts: list[int] = []  # accepted spans, sorted and disjoint
         taken: list[Finding] = []
-        occupied: list[tuple[int, int]] = []
         for _, _, f in found:
-            if all(f.end <= s or f.start >= e for s, e in occupied):
-                taken.append(f)
-                occupied.append((f.start, f.end))
-        taken.sort(key=lambda f: f.start)
+            i = bisect.bisect_right(starts, f.start)
+            if i > 0 and taken[i - 1].end > f.start:
+                continue
+            if i < len(starts) and starts[i] < f.end:
+                continue
+            starts.insert(i, f.start)
+            taken.insert(i, f)
         return taken
 
     # --- redaction -----------------------------------------------------------------------
@@ -227,6 +247,22 @@ class Redactor:
             raise ConfigError("mapping needs the reversible mode: Redactor(vault=InMemoryVault())")
         with self._lock:
             return dict(self._scope(scope).values)
+
+    def with_vault(self, vault: PlaceholderVault) -> Redactor:
+        """A reversible copy using ``vault``: same detectors and key, its own scope table."""
+        if not isinstance(vault, PlaceholderVault):
+            raise ConfigError(f"vault must have get/put/delete, got {vault!r:.80}")
+        twin = copy.copy(self)
+        twin._vault = vault
+        twin._scopes = OrderedDict()
+        twin._lock = threading.RLock()
+        return twin
+
+    def reload(self, scope: str) -> None:
+        """Drop the cached table of ``scope`` so the next use reads the vault again (after
+        another process may have added to it). Without a vault this forgets the numbering."""
+        with self._lock:
+            self._scopes.pop(scope, None)
 
     def forget(self, scope: str) -> None:
         """Drop ``scope``'s placeholders here and in the vault (call when a session is deleted)."""
@@ -283,10 +319,6 @@ def _check(text: object) -> str:
     if not isinstance(text, str):
         raise ValidationError(f"text to redact must be a string, got {type(text).__name__}")
     return text
-
-
-def _shift(f: Finding, offset: int) -> Finding:
-    return Finding(f.start + offset, f.end + offset, f.kind) if offset else f
 
 
 def _normalise(kind: str, value: str) -> str:

@@ -1,0 +1,213 @@
+"""Where the engine redacts: the :class:`PrivacyGuard` a ``Memory`` holds.
+
+Four points, each a ``Memory`` option (DESIGN.md, issue 5):
+
+=========================  ======================================  ==========================
+point                      option                                  default
+=========================  ======================================  ==========================
+summarizer input           ``redact_summarizer_input``             on for summarizers that
+                                                                   may send text anywhere
+summary before storing     ``redact_summary``                      on
+messages before storing    ``redact_messages``                     off (on for privacy-first)
+ledger error / log text    always, via :func:`redact_log_text`     always
+=========================  ======================================  ==========================
+
+A summarizer says whether it needs redacted input with a ``needs_redaction`` attribute.
+Without one, the offline ``ExtractiveSummarizer`` is taken as local and anything else as a
+model that may send its input to a provider, so unknown summarizers get redacted input.
+Placeholders are scoped by session id, so they stay the same across folds.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from ..errors import ConfigError
+from ..messages import Message, StoredMessage, TextPart, ToolCall
+from ..tokens import TokenCounter, count_message
+from .redactor import Redactor
+from .vault import StoreVault, VaultStore
+
+__all__ = ["PrivacyGuard", "needs_redaction", "redact_log_text"]
+
+_LOG_REDACTOR = Redactor()
+
+
+def redact_log_text(text: str) -> str:
+    """``text`` with personal data replaced, for the ledger and logs (no scope is kept)."""
+    return _LOG_REDACTOR.redact(text)
+
+
+def needs_redaction(summarizer: object) -> bool:
+    """True when the summarizer may send its input beyond this process (see module doc)."""
+    flag = getattr(summarizer, "needs_redaction", None)
+    if isinstance(flag, bool):
+        return flag
+    from ..summarizers.extractive import ExtractiveSummarizer
+
+    return not isinstance(summarizer, ExtractiveSummarizer)
+
+
+class PrivacyGuard:
+    """Applies a :class:`Redactor` at the points a ``Memory`` was configured for.
+
+    Build with :meth:`configure`. With ``reversible=True`` the mapping is kept in the
+    store's vault table (deleted with the session) and :meth:`restore` brings values back.
+    """
+
+    def __init__(
+        self,
+        redactor: Redactor,
+        *,
+        summarizer_input: bool,
+        summary: bool,
+        messages: bool,
+        vault: StoreVault | None = None,
+    ) -> None:
+        self.redactor = redactor
+        self.summarizer_input = summarizer_input
+        self.summary = summary
+        self.messages = messages
+        self.vault = vault
+
+    @classmethod
+    def configure(
+        cls,
+        *,
+        redactor: Redactor | bool | None,
+        summarizer: object,
+        store: object,
+        redact_summarizer_input: bool | None,
+        redact_summary: bool,
+        redact_messages: bool,
+        reversible: bool,
+    ) -> PrivacyGuard:
+        """``redactor``: a :class:`Redactor`, ``None``/``True`` for the default one, or
+        ``False`` to switch every optional point off (ledger and log text stay redacted)."""
+        if redactor is False:
+            if reversible or redact_messages or redact_summarizer_input:
+                raise ConfigError(
+                    "redactor=False switches redaction off; drop the redact_*/reversible options"
+                )
+            return cls(Redactor(), summarizer_input=False, summary=False, messages=False)
+        if redactor is None or redactor is True:
+            redactor = Redactor()
+        if not isinstance(redactor, Redactor):
+            raise ConfigError(
+                f"redactor must be a Redactor, True/False or None, got {redactor!r:.80}"
+            )
+        vault: StoreVault | None = None
+        if reversible:
+            if redactor.reversible:
+                raise ConfigError(
+                    "reversible=True keeps the mapping in the store; "
+                    "pass a Redactor without a vault"
+                )
+            vault = StoreVault(_vault_store(store))
+            redactor = redactor.with_vault(vault)
+        if redact_summarizer_input is None:
+            redact_summarizer_input = needs_redaction(summarizer)
+        return cls(
+            redactor,
+            summarizer_input=redact_summarizer_input,
+            summary=redact_summary,
+            messages=redact_messages,
+            vault=vault,
+        )
+
+    @property
+    def active(self) -> bool:
+        return self.summarizer_input or self.summary or self.messages
+
+    # -- bracketing (reversible mode) -----------------------------------------------------
+
+    async def begin(self, session_id: str) -> None:
+        """Before redacting for ``session_id``: read its vault rows (reversible mode)."""
+        if self.vault is not None:
+            await self.vault.load(session_id)
+            self.redactor.reload(session_id)
+
+    async def end(self, session_id: str) -> None:
+        """After redacting, before writing what uses new placeholders: save the mapping."""
+        if self.vault is not None:
+            await self.vault.flush(session_id)
+
+    async def restore(self, session_id: str, text: str) -> str:
+        if self.vault is None:
+            raise ConfigError("restore needs Memory(..., reversible=True)")
+        await self.vault.load(session_id)
+        self.redactor.reload(session_id)
+        try:
+            return self.redactor.restore(text, session_id)
+        finally:
+            await self.vault.flush(session_id)
+
+    def forget(self, session_id: str) -> None:
+        self.redactor.forget(session_id)
+
+    # -- what gets redacted ---------------------------------------------------------------
+
+    def text(self, text: str, session_id: str) -> str:
+        return self.redactor.redact(text, session_id)
+
+    def message(self, message: Message, session_id: str) -> Message:
+        """A copy with text content, text parts and tool-call arguments redacted. Media
+        parts, names and metadata are kept as they are."""
+        content = message.content
+        if isinstance(content, str):
+            new_content: str | tuple[Any, ...] = self.text(content, session_id)
+        else:
+            new_content = tuple(
+                replace(p, text=self.text(p.text, session_id)) if isinstance(p, TextPart) else p
+                for p in content
+            )
+        calls = tuple(
+            replace(c, arguments=self._arguments(c, session_id)) for c in message.tool_calls
+        )
+        if new_content == content and calls == message.tool_calls:
+            return message
+        return replace(message, content=new_content, tool_calls=calls)
+
+    def stored(self, item: StoredMessage, session_id: str, counter: TokenCounter) -> StoredMessage:
+        """A redacted copy of a stored message, its token count redone."""
+        redacted = self.message(item.message, session_id)
+        if redacted is item.message:
+            return item
+        return replace(item, message=redacted, tokens=count_message(counter, redacted))
+
+    def _arguments(self, call: ToolCall, session_id: str) -> str:
+        """Tool arguments are JSON: string values are redacted inside it, and a number that
+        is personal data (a card as a JSON number) becomes a placeholder string, so the
+        result is still valid JSON. Non-JSON arguments are redacted as text."""
+        try:
+            data = json.loads(call.arguments)
+        except ValueError:
+            return self.text(call.arguments, session_id)
+        redacted = self._json(data, session_id)
+        return call.arguments if redacted == data else json.dumps(redacted, ensure_ascii=False)
+
+    def _json(self, value: Any, session_id: str) -> Any:
+        if isinstance(value, str):
+            return self.text(value, session_id)
+        if isinstance(value, bool) or value is None:
+            return value
+        if isinstance(value, (int, float)):
+            as_text = json.dumps(value)
+            out = self.text(as_text, session_id)
+            return value if out == as_text else out
+        if isinstance(value, list):
+            return [self._json(v, session_id) for v in value]
+        if isinstance(value, Mapping):
+            return {k: self._json(v, session_id) for k, v in value.items()}
+        return value
+
+
+def _vault_store(store: object) -> VaultStore:
+    if not all(callable(getattr(store, m, None)) for m in ("vault_get", "vault_put")):
+        raise ConfigError(
+            f"reversible=True needs a store that keeps a PII vault; {type(store).__name__} does not"
+        )
+    return store  # type: ignore[return-value]
