@@ -25,6 +25,8 @@ from .context import Context, build_context, render_summary, summary_overhead
 from .errors import ConfigError, ConflictError, ContextFoldError, SummarizationError
 from .messages import DEFAULT_MAX_MESSAGE_CHARS, Message, StoredMessage, check_text, coerce_message
 from .policy import FoldPlan, Policy, SessionStats, TokenBudget, safe_cuts
+from .privacy import Redactor
+from .privacy.guard import PrivacyGuard, redact_log_text
 from .stores import open_store
 from .stores.base import FoldCommit, Lease, LedgerEntry, PreparedMessage, Store, Summary
 from .summarizers.base import Summarizer, SummaryRequest, check_summary
@@ -120,8 +122,9 @@ def _check_session_id(session_id: object) -> str:
 
 
 def error_text(exc: BaseException) -> str:
-    """A one-line description of an error for the ledger and logs (bounded length)."""
-    text = " ".join(str(exc).split())
+    """A one-line description of an error for the ledger and logs (bounded length), with
+    personal data redacted: provider errors may quote the request."""
+    text = redact_log_text(" ".join(str(exc).split()))
     return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
 
 
@@ -136,6 +139,13 @@ class AsyncMemory:
     (:mod:`contextfold.worker`) to fold.
     ``raise_errors``: raise ``SummarizationError``/``ConflictError`` instead of returning
     a failed outcome.
+    PII (:mod:`contextfold.privacy`): ``redactor`` (default ``Redactor()``; ``False``
+    switches the optional points off) replaces personal data with placeholders stable per
+    session: in what the summarizer receives (``redact_summarizer_input``, default on for
+    summarizers that may send text to a provider), in the summary before it is stored
+    (``redact_summary``, default on), in messages before they are stored
+    (``redact_messages``, default off); ledger error text always. ``reversible=True`` keeps
+    placeholder → value in the store (deleted with the session) for :meth:`restore`.
     """
 
     def __init__(
@@ -152,6 +162,11 @@ class AsyncMemory:
         max_message_chars: int = DEFAULT_MAX_MESSAGE_CHARS,
         raise_errors: bool = False,
         clock: Callable[[], datetime] = _utcnow,
+        redactor: Redactor | bool | None = None,
+        redact_summarizer_input: bool | None = None,
+        redact_summary: bool = True,
+        redact_messages: bool = False,
+        reversible: bool = False,
     ) -> None:
         if fold not in ("inline", "manual", "deferred"):
             raise ConfigError(f"fold must be 'inline', 'manual' or 'deferred', got {fold!r}")
@@ -165,6 +180,11 @@ class AsyncMemory:
 
             summarizer = ExtractiveSummarizer()
         self.summarizer = summarizer
+        self.privacy = PrivacyGuard.configure(
+            redactor=redactor, summarizer=summarizer, store=self.store,
+            redact_summarizer_input=redact_summarizer_input, redact_summary=redact_summary,
+            redact_messages=redact_messages, reversible=reversible,
+        )
         self.system = system
         self.tools = list(tools) if tools else None
         self.fold_mode: FoldMode = fold
@@ -197,12 +217,17 @@ class AsyncMemory:
 
     # -- writing ---------------------------------------------------------------------------
 
-    def prepare(self, messages: Iterable[MessageLike]) -> list[PreparedMessage]:
-        """Validate, timestamp and count messages (no I/O). Raises ``ValidationError``."""
+    def prepare(
+        self, messages: Iterable[MessageLike], session_id: str | None = None
+    ) -> list[PreparedMessage]:
+        """Validate, timestamp and count messages (no I/O). Raises ``ValidationError``.
+        With ``session_id`` and ``redact_messages``, personal data is redacted first."""
         now = self.clock()
         out: list[PreparedMessage] = []
         for raw in messages:
             msg = coerce_message(raw)
+            if session_id is not None and self.privacy.messages:
+                msg = self.privacy.message(msg, session_id)
             check_text(msg.text, f"{msg.role} message content", self.max_message_chars)
             if msg.timestamp is None:
                 msg = replace(msg, timestamp=now)
@@ -212,10 +237,14 @@ class AsyncMemory:
     async def add(self, session_id: str, *messages: MessageLike) -> AddResult:
         """Append messages (atomically, all or none); fold inline if the policy says so."""
         sid = _check_session_id(session_id)
-        items = self.prepare(messages)
+        if self.privacy.messages and self.privacy.vault is not None:
+            await self._ready()
+            await self.privacy.begin(sid)
+        items = self.prepare(messages, sid)
         if not items:
             return AddResult(())
         store = await self._ready()
+        await self.privacy.end(sid)  # reversible mode: mapping before the messages using it
         result = await store.append(sid, items, self.clock())
         outcome = None
         if self.fold_mode == "inline" and self._wants_fold(result.stats):
@@ -300,6 +329,8 @@ class AsyncMemory:
         stats, live, plan = planned
         if plan.action == "clear":
             cleared = await store.delete(sid, if_last_seq=stats.last_seq)
+            if cleared:
+                self.privacy.forget(sid)
             status: FoldStatus = "cleared" if cleared else "skipped"
             log.info("session %s %s after idle", sid, status)
             return FoldOutcome(sid, status, plan.reason)
@@ -311,9 +342,16 @@ class AsyncMemory:
             model=self.summarizer.name, started_at=self.clock(), key=key,
             owner=lease.owner if lease else None, lease_token=lease.token if lease else None,
         )
+        privacy = self.privacy
+        previous_text = previous.text if previous else ""
+        if privacy.summarizer_input or privacy.summary:
+            await privacy.begin(sid)
+        if privacy.summarizer_input:
+            span = [privacy.stored(m, sid, self.counter) for m in span]
+            previous_text = privacy.text(previous_text, sid)
         request = SummaryRequest(
             session_id=sid,
-            previous=previous.text if previous else "",
+            previous=previous_text,
             messages=span,
             max_tokens=self.summary_max_tokens - self._summary_overhead,
             counter=self.counter,
@@ -322,6 +360,9 @@ class AsyncMemory:
         started = time.perf_counter()
         try:
             result = check_summary(await self.summarizer.summarize(request), request)
+            if privacy.summary:
+                redacted = replace(result, text=privacy.text(result.text, sid))
+                result = check_summary(redacted, request)
         except asyncio.CancelledError:
             await self._cancelled(store, base, started)
             raise
@@ -340,6 +381,7 @@ class AsyncMemory:
         commit = FoldCommit(
             sid, stats.summary_version, plan.lo, plan.hi, result.text, tokens, lease)
         try:
+            await privacy.end(sid)  # the mapping is written before any text that uses it
             summary = await store.commit_fold(commit, entry)
         except ConflictError as exc:
             return await self._failed(store, entry, started, exc, "conflict")
@@ -472,8 +514,18 @@ class AsyncMemory:
         )
 
     async def delete(self, session_id: str) -> bool:
-        """Delete a session: messages, summary and ledger rows."""
-        return await (await self._ready()).delete(_check_session_id(session_id))
+        """Delete a session: messages, summary, ledger rows and its PII vault."""
+        sid = _check_session_id(session_id)
+        deleted = await (await self._ready()).delete(sid)
+        self.privacy.forget(sid)
+        return deleted
+
+    async def restore(self, session_id: str, text: str) -> str:
+        """``text`` (a summary, a message) with this session's placeholders replaced by the
+        original values; needs ``reversible=True``. Unknown placeholders are kept."""
+        sid = _check_session_id(session_id)
+        await self._ready()
+        return await self.privacy.restore(sid, text)
 
     async def close(self) -> None:
         await self.store.close()
@@ -569,6 +621,9 @@ class Memory:
 
     def delete(self, session_id: str) -> bool:
         return self._run(self._async.delete(session_id))
+
+    def restore(self, session_id: str, text: str) -> str:
+        return self._run(self._async.restore(session_id, text))
 
     def close(self) -> None:
         if self._thread.is_alive():

@@ -7,7 +7,7 @@ atomic. Nothing survives the process.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
@@ -49,6 +49,7 @@ class MemoryStore:
         self._sessions: dict[str, _Session] = {}
         self._ledger: list[LedgerEntry] = []
         self._next_ledger_id = 1
+        self._vault: dict[str, dict[str, str]] = {}  # session -> placeholder -> value
 
     def __repr__(self) -> str:
         return f"MemoryStore(retention={self.retention!r})"
@@ -214,7 +215,16 @@ class MemoryStore:
             return False
         del self._sessions[session_id]
         self._ledger = [e for e in self._ledger if e.session_id != session_id]
+        self._vault.pop(session_id, None)
         return True
+
+    async def vault_get(self, session_id: str) -> dict[str, str]:
+        return dict(self._vault.get(session_id, {}))
+
+    async def vault_put(self, session_id: str, entries: Mapping[str, str]) -> None:
+        vault = self._vault.setdefault(session_id, {})
+        for placeholder, value in entries.items():
+            vault.setdefault(placeholder, value)
 
     @staticmethod
     def _holds(sess: _Session, lease: Lease) -> bool:

@@ -16,7 +16,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -113,10 +113,21 @@ ALTER TABLE ledger ADD COLUMN owner TEXT;
 ALTER TABLE ledger ADD COLUMN lease_token INTEGER;
 """
 
+# Reversible redaction: placeholder -> value per session, apart from the summary.
+_PII_VAULT = """
+CREATE TABLE pii_vault (
+    session_id TEXT NOT NULL,
+    placeholder TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (session_id, placeholder)
+) WITHOUT ROWID;
+"""
+
 #: Ordered (version, name, SQL). Append new ones; never edit an applied migration.
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial schema", _INITIAL),
     (2, "due sessions and leases", _DUE_AND_LEASES),
+    (3, "pii vault", _PII_VAULT),
 ]
 
 
@@ -467,11 +478,24 @@ class SQLiteStore:
             ).fetchone()
             if row is None or (if_last_seq is not None and row[0] != if_last_seq):
                 return False
-            for table in ("messages", "ledger", "sessions"):
+            for table in ("messages", "ledger", "pii_vault", "sessions"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
             return True
 
         return await self._write(do)
+
+    async def vault_get(self, session_id: str) -> dict[str, str]:
+        return await self._read(lambda conn: dict(conn.execute(
+            "SELECT placeholder, value FROM pii_vault WHERE session_id = ?", (session_id,)
+        ).fetchall()))
+
+    async def vault_put(self, session_id: str, entries: Mapping[str, str]) -> None:
+        if entries:
+            rows = [(session_id, p, v) for p, v in entries.items()]
+            await self._write(lambda conn: conn.executemany(
+                "INSERT OR IGNORE INTO pii_vault (session_id, placeholder, value) VALUES (?, ?, ?)",
+                rows,
+            ))
 
     # -- reads -----------------------------------------------------------------------------
 
