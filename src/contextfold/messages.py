@@ -187,7 +187,8 @@ class Message:
                 elif isinstance(part, MediaPart):
                     part.check()
                 else:
-                    raise ValidationError(f"content part must be TextPart or MediaPart: {part!r:.80}")
+                    raise ValidationError(
+                        f"content part must be TextPart or MediaPart: {part!r:.80}")
         else:
             check_text(content, f"{self.role} message content", _NO_CAP)
         object.__setattr__(self, "content", content)

@@ -8,6 +8,7 @@ from ..llm.base import block_model_requests
 from .chat import ChatRequest, FakeChat, FunctionChat
 from .clock import FakeClock
 from .conformance import StoreConformance, check_invariant
+from .provider_rules import Violation, assert_provider_rules, check_provider_rules
 from .provider_servers import (
     AnthropicServer,
     GeminiServer,
@@ -15,7 +16,6 @@ from .provider_servers import (
     ReceivedRequest,
     ServerReply,
 )
-from .provider_rules import Violation, assert_provider_rules, check_provider_rules
 from .summarizers import ConcatSummarizer, FunctionSummarizer
 
 __all__ = [
