@@ -81,6 +81,9 @@ class ExtractiveSummarizer:
     (all on) are what contextfold ships. Pure: the same request gives the same text.
     """
 
+    #: Runs locally and sends nothing anywhere: its input need not be redacted.
+    needs_redaction = False
+
     def __init__(
         self,
         *,

@@ -128,6 +128,9 @@ class LLMSummarizer:
     ``structured``: ask for JSON ``{"summary": ...}`` (default: when the model supports it).
     """
 
+    #: Sends the transcript to a provider: personal data is redacted first by default.
+    needs_redaction = True
+
     def __init__(
         self,
         model: str | ChatModel,
