@@ -186,3 +186,18 @@ def test_sqlite_file_from_before_leases_is_migrated(tmp_path: Path) -> None:
     rows = sqlite3.connect(path).execute("SELECT version FROM schema_migrations ORDER BY 1")
     versions = [r[0] for r in rows]
     assert versions == [v for v, _, _ in MIGRATIONS]
+
+
+def test_reported_usage_over_the_limit_marks_due_in_deferred_mode() -> None:
+    from contextfold.policy import ReportedUsage
+
+    async def main() -> None:
+        store = MemoryStore()
+        app = AsyncMemory(store, fold="deferred", policy=ReportedUsage(1000))
+        await app.add("s", {"role": "user", "content": "hi"},
+                      {"role": "assistant", "content": "yo"}, {"role": "user", "content": "more"})
+        assert await store.list_due() == []
+        assert await app.record_usage("s", 5000) is None  # deferred: no fold here
+        assert [sid for sid, _ in await store.list_due()] == ["s"]
+
+    asyncio.run(main())

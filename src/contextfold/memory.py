@@ -266,6 +266,8 @@ class AsyncMemory:
         stats = await store.stats(sid)
         if self.fold_mode == "inline" and stats is not None and self._wants_fold(stats):
             return await self.fold(sid)
+        if self.fold_mode == "deferred" and stats is not None and self._wants_fold(stats):
+            await store.mark_due(sid, self.clock(), as_of_seq=stats.last_seq)
         return None
 
     def _with_reserved(self, stats: SessionStats) -> SessionStats:
