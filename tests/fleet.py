@@ -32,13 +32,14 @@ LEASE_SECONDS = 1.5
 
 
 def _summarizer(delay: float, slow_every: int) -> FunctionSummarizer:
-    """Concat summaries after a latency; about one call in ``slow_every`` outlives the
-    lease, so fencing gets exercised."""
+    """Concat summaries after a latency; about one call in ``slow_every`` stalls the whole
+    process (blocking sleep: no lease renewal) past its lease, so fencing gets exercised."""
     inner = ConcatSummarizer()
 
     async def summarize(request: SummaryRequest) -> SummaryResult:
-        slow = slow_every and random.randrange(slow_every) == 0
-        await asyncio.sleep(LEASE_SECONDS + 0.5 if slow else random.uniform(0, 2 * delay))
+        if slow_every and random.randrange(slow_every) == 0:
+            time.sleep(LEASE_SECONDS + 0.5)
+        await asyncio.sleep(random.uniform(0, 2 * delay))
         return await inner.summarize(request)
 
     return FunctionSummarizer(summarize, name="fleet")
@@ -108,10 +109,12 @@ def _spawn(*args: str) -> subprocess.Popen[bytes]:
 
 
 def run_fleet(url: str, tmp: Path, *, appenders: int, workers: int, sessions: int,
-              seconds: float, kill_every: tuple[float, float], seed: int = 0) -> FleetRun:
+              seconds: float, kill_every: tuple[float, float], stall_every: int = 0,
+              seed: int = 0) -> FleetRun:
     """Appenders write for ``seconds``; meanwhile workers are SIGKILLed at random moments
-    (every ``kill_every`` seconds) and restarted; then the workers are stopped with
-    SIGTERM and one last ``--once`` worker folds whatever is still due."""
+    (every ``kill_every`` seconds) and restarted, and about one fold in ``stall_every``
+    stalls its worker past the lease; then the workers are stopped with SIGTERM and one
+    last ``--once`` worker folds whatever is still due."""
     rng = random.Random(seed)
     acks = [tmp / f"ack{w}.txt" for w in range(appenders)]
     writers = [_spawn("append", url, "--writer", str(w), "--sessions", str(sessions),
@@ -121,7 +124,8 @@ def run_fleet(url: str, tmp: Path, *, appenders: int, workers: int, sessions: in
 
     def start(n: int) -> subprocess.Popen[bytes]:
         generation[n] += 1
-        return _spawn("work", url, "--owner", f"worker{n}.{generation[n]}", "--slow-every", "25")
+        return _spawn("work", url, "--owner", f"worker{n}.{generation[n]}",
+                      "--slow-every", str(stall_every))
 
     fleet = [start(n) for n in range(workers)]
     run = FleetRun(acks)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -15,7 +16,8 @@ from contextfold.policy import Idle, MessageCount
 from contextfold.stores import MemoryStore
 from contextfold.stores.base import Store
 from contextfold.stores.sqlite import SQLiteStore
-from contextfold.testing import ConcatSummarizer, check_invariant
+from contextfold.summarizers.base import SummaryRequest
+from contextfold.testing import ConcatSummarizer, FunctionSummarizer, check_invariant
 from contextfold.worker import Worker
 
 POLICY = MessageCount(max_messages=4, keep_last=1)
@@ -133,10 +135,30 @@ def test_graceful_stop_lets_in_flight_folds_commit(make_store: Callable[[], Stor
     asyncio.run(main())
 
 
-def test_fold_outliving_its_lease_is_fenced_off(make_store: Callable[[], Store]) -> None:
+def test_long_fold_keeps_its_lease_by_renewing(make_store: Callable[[], Store]) -> None:
     async def main() -> None:
         store = make_store()
-        slow = _memory(store, fold="deferred", summarizer=ConcatSummarizer(delay=0.5))
+        app = _memory(store, fold="deferred", summarizer=ConcatSummarizer(delay=1.0))
+        await _fill(app, "a", 6)
+        totals = await Worker(app, owner="w1", lease_seconds=0.3).run(once=True)
+        assert (totals.committed, totals.conflicts, totals.lost) == (1, 0, 0)
+        await app.close()
+
+    asyncio.run(main())
+
+
+def _stalling_summarizer(seconds: float) -> FunctionSummarizer:
+    def summarize(request: SummaryRequest) -> str:
+        time.sleep(seconds)  # blocks the event loop: no heartbeat can run
+        return "a summary"
+
+    return FunctionSummarizer(summarize)
+
+
+def test_fold_of_a_stalled_worker_is_fenced_off(make_store: Callable[[], Store]) -> None:
+    async def main() -> None:
+        store = make_store()
+        slow = _memory(store, fold="deferred", summarizer=_stalling_summarizer(0.5))
         await _fill(slow, "a", 6)
         totals = await Worker(slow, owner="slow", lease_seconds=0.2).run(once=True)
         assert (totals.conflicts, totals.committed, totals.lost) == (1, 0, 0)

@@ -11,10 +11,11 @@ Guarantees, from the store contract:
 
 * a session is leased to at most one worker at a time, and a fold commits only while its
   lease is current and unexpired — a worker that stalled past its lease (or was killed)
-  cannot commit over a newer fold;
+  cannot commit over a newer fold; a running fold renews its lease every third of
+  ``lease_seconds``, so only a dead or stalled worker loses one;
 * a killed worker's sessions are claimed again once its leases expire;
 * a failed fold changes nothing and is retried after ``retry_after`` seconds (so is a
-  fold fenced off because it outlived its lease: raise ``lease_seconds``).
+  fold fenced off because its worker stalled past its lease).
 
 On :meth:`Worker.stop` (SIGTERM/SIGINT under :func:`run_worker`) a worker stops claiming,
 lets in-flight folds finish for up to ``grace_seconds``, then cancels the rest and
@@ -67,8 +68,8 @@ class Worker:
     """Claims due sessions of ``memory.store`` and folds them with ``memory``'s policy and
     summarizer. Use one ``AsyncMemory`` per worker (its event loop runs the folds).
 
-    ``lease_seconds`` must comfortably exceed the longest fold: a fold still running when
-    its lease expires is fenced off at commit and retried by whoever claims the session.
+    ``lease_seconds`` is how long the sessions of a worker that died or stalled stay
+    blocked; running folds renew their leases, so it need not exceed the longest fold.
     """
 
     def __init__(
@@ -169,6 +170,8 @@ class Worker:
 
     async def _process(self, lease: Lease) -> None:
         memory, store, sid = self.memory, self.memory.store, lease.session_id
+        held = [lease]
+        beat = asyncio.create_task(self._heartbeat(held))
         try:
             try:
                 outcome = await memory.fold(sid, lease=lease)
@@ -178,17 +181,19 @@ class Worker:
             self.stats.cancelled += 1
             await asyncio.shield(self._release(lease, memory.clock(), None))
             raise
+        finally:
+            beat.cancel()
         self._count(outcome)
         try:
             stats = await store.stats(sid)
             if stats is None:  # cleared or deleted: nothing left to release
                 return
             due: datetime | None
-            expired = datetime.now(timezone.utc) >= lease.expires_at
+            expired = datetime.now(timezone.utc) >= held[0].expires_at
             if outcome.status == "failed" or (outcome.status == "conflict" and expired):
                 if expired:
-                    log.warning("fold of %s outlived its %gs lease; raise lease_seconds",
-                                sid, self.lease_seconds)
+                    log.warning("fold of %s outlived its lease (process stalled for over "
+                                "%gs?)", sid, self.lease_seconds)
                 due = memory.clock() + timedelta(seconds=self.retry_after)
             elif outcome.status == "conflict":  # lost the compare-and-set: just try again
                 due = memory.clock()
@@ -198,6 +203,24 @@ class Worker:
         except ContextFoldError as exc:
             log.warning("worker %s could not release %s (lease expires on its own): %s",
                         self.owner, sid, exc)
+
+    async def _heartbeat(self, held: list[Lease]) -> None:
+        """Renew the lease every third of its length while the fold runs, so a long fold
+        keeps its session and only a dead or stalled worker loses it."""
+        store = self.memory.store
+        while True:
+            await asyncio.sleep(self.lease_seconds / 3)
+            try:
+                renewed = await store.renew(held[0], lease_seconds=self.lease_seconds)
+            except ContextFoldError as exc:
+                log.warning("worker %s could not renew %s: %s", self.owner,
+                            held[0].session_id, exc)
+                continue
+            if renewed is None:
+                log.warning("worker %s lost its lease on %s; its fold will be fenced off",
+                            self.owner, held[0].session_id)
+                return
+            held[0] = renewed
 
     async def _release(
         self, lease: Lease, due: datetime | None, as_of_seq: int | None

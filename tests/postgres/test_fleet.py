@@ -16,7 +16,7 @@ def test_fleet_of_appenders_and_killed_workers(pg_url: str, tmp_path: Path) -> N
     # The processes open the URL as users do: the default "contextfold" schema of this
     # run's own database (other tests use schemas of their own).
     run = run_fleet(pg_url, tmp_path, appenders=4, workers=3, sessions=20, seconds=20,
-                    kill_every=(1.0, 3.0), seed=6)
+                    kill_every=(1.0, 3.0), stall_every=25, seed=6)
 
     async def audit() -> dict[str, int]:
         store = PostgresStore(pg_url)
@@ -28,3 +28,4 @@ def test_fleet_of_appenders_and_killed_workers(pg_url: str, tmp_path: Path) -> N
     counts = asyncio.run(audit())
     print(counts)
     assert counts["kills"] >= 5 and counts["folds"] >= 20 and counts["owners"] >= 3
+    assert counts["fenced"] >= 1  # stalled workers' folds were refused, and nothing broke

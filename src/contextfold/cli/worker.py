@@ -32,7 +32,8 @@ from .common import (
               help="Most folds in flight in this process.")
 @click.option("--once", is_flag=True, help="Fold what is due now, then exit.")
 @click.option("--lease-seconds", type=click.FloatRange(min=1), default=60.0, show_default=True,
-              help="How long a claimed session stays ours; must exceed the longest fold.")
+              help="How long a dead worker's sessions stay blocked (running folds renew "
+              "their leases).")
 @click.option("--poll-interval", type=click.FloatRange(min=0.05), default=1.0,
               show_default=True, help="Seconds between looks for due sessions when idle.")
 @click.option("--max-tokens", type=click.IntRange(min=64), default=None,

@@ -209,6 +209,11 @@ class Store(Protocol):
         expired), most overdue first. Concurrent claimers never get the same session."""
         ...
 
+    async def renew(self, lease: Lease, *, lease_seconds: float) -> Lease | None:
+        """Extend a current, unexpired lease to ``lease_seconds`` from now (same token);
+        None if it expired or was taken over."""
+        ...
+
     async def release(self, lease: Lease, *, due_at: datetime | None, as_of_seq: int) -> bool:
         """End ``lease`` and mark the session due at ``due_at`` (as :meth:`mark_due`).
         Returns False (and changes nothing) if the lease is no longer the current one."""

@@ -228,7 +228,9 @@ class MemoryStore:
 
     @staticmethod
     def _holds(sess: _Session, lease: Lease) -> bool:
-        return sess.lease == lease and lease.expires_at > datetime.now(timezone.utc)
+        held = sess.lease
+        return (held is not None and (held.owner, held.token) == (lease.owner, lease.token)
+                and held.expires_at > datetime.now(timezone.utc))
 
     @staticmethod
     def _mark(sess: _Session, due_at: datetime | None, as_of_seq: int) -> None:
@@ -255,6 +257,14 @@ class MemoryStore:
             sess.lease = Lease(sid, owner, sess.lease_epoch, expires)
             leases.append(sess.lease)
         return leases
+
+    async def renew(self, lease: Lease, *, lease_seconds: float) -> Lease | None:
+        sess = self._sessions.get(lease.session_id)
+        if sess is None or not self._holds(sess, lease):
+            return None
+        expires = datetime.fromtimestamp(time.time() + lease_seconds, timezone.utc)
+        sess.lease = replace(lease, expires_at=expires)
+        return sess.lease
 
     async def release(self, lease: Lease, *, due_at: datetime | None, as_of_seq: int) -> bool:
         sess = self._sessions.get(lease.session_id)

@@ -538,6 +538,19 @@ class PostgresStore:
 
         return await self._tx(do, single=True)
 
+    async def renew(self, lease: Lease, *, lease_seconds: float) -> Lease | None:
+        async def do(conn: Conn) -> Lease | None:
+            cur = await conn.execute(
+                "UPDATE sessions SET lease_expires = now() + make_interval(secs => %s) "
+                "WHERE session_id = %s AND lease_owner = %s AND lease_token = %s "
+                "AND lease_expires > now() RETURNING lease_expires",
+                (float(lease_seconds), lease.session_id, lease.owner, lease.token),
+            )
+            row = await cur.fetchone()
+            return replace(lease, expires_at=row[0]) if row else None
+
+        return await self._tx(do, single=True)
+
     async def release(self, lease: Lease, *, due_at: datetime | None, as_of_seq: int) -> bool:
         async def do(conn: Conn) -> bool:
             cur = await conn.execute(

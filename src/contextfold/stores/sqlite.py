@@ -439,6 +439,20 @@ class SQLiteStore:
 
         return await self._write(do)
 
+    async def renew(self, lease: Lease, *, lease_seconds: float) -> Lease | None:
+        def do(conn: sqlite3.Connection) -> Lease | None:
+            now = time.time()
+            cur = conn.execute(
+                "UPDATE sessions SET lease_expires = ? WHERE session_id = ? AND lease_owner = ? "
+                "AND lease_token = ? AND lease_expires > ?",
+                (now + lease_seconds, lease.session_id, lease.owner, lease.token, now),
+            )
+            if cur.rowcount != 1:
+                return None
+            return replace(lease, expires_at=_from_epoch(now + lease_seconds))
+
+        return await self._write(do)
+
     async def release(self, lease: Lease, *, due_at: datetime | None, as_of_seq: int) -> bool:
         def do(conn: sqlite3.Connection) -> bool:
             if not self._holds(conn, lease, unexpired=False):

@@ -140,6 +140,29 @@ class LeaseConformance:
 
         self._run(body)
 
+    def test_renewed_lease_stays_ours_and_commits(self) -> None:
+        async def body(store: Store) -> None:
+            await _session(store, "s")
+            await store.mark_due("s", PAST, as_of_seq=4)
+            (lease,) = await store.claim_due("w1", limit=1, lease_seconds=0.3)
+            renewed = await store.renew(lease, lease_seconds=30)
+            assert renewed is not None and (renewed.owner, renewed.token) == ("w1", lease.token)
+            assert renewed.expires_at > lease.expires_at + timedelta(seconds=20)
+            await asyncio.sleep(0.4)
+            assert await store.claim_due("w2", limit=1, lease_seconds=30) == []
+            entry = LedgerEntry(session_id="s", outcome="committed", lo=1, hi=2, started_at=PAST)
+            # the lease object the fold started with still commits: fencing is by token
+            await store.commit_fold(FoldCommit("s", 0, 1, 2, "ok", 3, lease), entry)
+            assert await store.release(lease, due_at=None, as_of_seq=4)
+            assert await store.renew(lease, lease_seconds=30) is None  # released
+
+            await store.mark_due("s", PAST, as_of_seq=4)
+            (short,) = await store.claim_due("w1", limit=1, lease_seconds=0.1)
+            await asyncio.sleep(0.2)
+            assert await store.renew(short, lease_seconds=30) is None  # expired: too late
+
+        self._run(body)
+
     def test_concurrent_claimers_never_share_a_session(self) -> None:
         async def body(store: Store) -> None:
             sids = [f"s{i:02d}" for i in range(24)]
