@@ -39,6 +39,14 @@ from .base import (
     Retention,
     Summary,
 )
+from .postgres_schema import (
+    COMMIT_FOLD,
+    LEDGER_INSERT,
+    LEDGER_SELECT,
+    MIGRATIONS,
+    SESSION_COLS,
+    STARTED_AT,
+)
 from .rows import LEDGER_COLUMNS, MessageDecoder, encode_message, ledger_from_row, ledger_values
 
 try:
@@ -55,139 +63,6 @@ __all__ = ["MIGRATIONS", "PostgresStore"]
 T = TypeVar("T")
 Conn = psycopg.AsyncConnection[tuple[Any, ...]]
 
-_INITIAL = """
-CREATE TABLE sessions (
-    session_id text PRIMARY KEY,
-    last_seq bigint NOT NULL DEFAULT 0,
-    live_count bigint NOT NULL DEFAULT 0,
-    live_tokens bigint NOT NULL DEFAULT 0,
-    through_seq bigint NOT NULL DEFAULT 0,
-    summary_version bigint NOT NULL DEFAULT 0,
-    summary_text text,
-    summary_tokens bigint NOT NULL DEFAULT 0,
-    summary_updated_at timestamptz,
-    pending_calls text NOT NULL DEFAULT '[]',
-    last_activity timestamptz,
-    reported_input_tokens bigint,
-    created_at timestamptz NOT NULL DEFAULT now()
-);
-CREATE INDEX sessions_activity ON sessions (last_activity);
-CREATE TABLE messages (
-    session_id text NOT NULL,
-    seq bigint NOT NULL,
-    client_id text,
-    role text NOT NULL,
-    body text NOT NULL,
-    tokens integer NOT NULL,
-    created_at timestamptz NOT NULL,
-    PRIMARY KEY (session_id, seq)
-);
-CREATE UNIQUE INDEX messages_client_id ON messages (session_id, client_id)
-    WHERE client_id IS NOT NULL;
-CREATE TABLE ledger (
-    id bigserial PRIMARY KEY,
-    session_id text NOT NULL,
-    outcome text NOT NULL,
-    reason text NOT NULL DEFAULT '',
-    lo bigint NOT NULL DEFAULT 0,
-    hi bigint NOT NULL DEFAULT 0,
-    messages_folded bigint NOT NULL DEFAULT 0,
-    tokens_folded bigint NOT NULL DEFAULT 0,
-    summary_tokens bigint NOT NULL DEFAULT 0,
-    input_tokens bigint NOT NULL DEFAULT 0,
-    output_tokens bigint NOT NULL DEFAULT 0,
-    calls bigint NOT NULL DEFAULT 0,
-    model text,
-    latency_ms double precision NOT NULL DEFAULT 0,
-    error_class text,
-    error text,
-    started_at timestamptz,
-    key text
-);
-CREATE INDEX ledger_session ON ledger (session_id, id);
-"""
-
-_DUE_AND_LEASES = """
-ALTER TABLE sessions
-    ADD COLUMN due_at timestamptz,
-    ADD COLUMN due_seq bigint NOT NULL DEFAULT -1,
-    ADD COLUMN lease_owner text,
-    ADD COLUMN lease_expires timestamptz,
-    ADD COLUMN lease_token bigint NOT NULL DEFAULT 0;
-CREATE INDEX sessions_due ON sessions (due_at) WHERE due_at IS NOT NULL;
-ALTER TABLE ledger ADD COLUMN owner text, ADD COLUMN lease_token bigint;
-"""
-
-# Reversible redaction: placeholder -> value per session, apart from the summary.
-_PII_VAULT = """
-CREATE TABLE pii_vault (
-    session_id text NOT NULL,
-    placeholder text NOT NULL,
-    value text NOT NULL,
-    PRIMARY KEY (session_id, placeholder)
-);
-"""
-
-#: Ordered (version, name, SQL), the same steps as SQLite's. Append; never edit one.
-MIGRATIONS: list[tuple[int, str, str]] = [
-    (1, "initial schema", _INITIAL),
-    (2, "due sessions and leases", _DUE_AND_LEASES),
-    (3, "pii vault", _PII_VAULT),
-]
-
-_SESSION_COLS = (
-    "session_id, last_seq, live_count, live_tokens, through_seq, summary_version, "
-    "summary_tokens, pending_calls, last_activity, reported_input_tokens"
-)
-_LEDGER_INSERT = (
-    f"INSERT INTO ledger ({', '.join(LEDGER_COLUMNS)}) "
-    f"VALUES ({', '.join('%s' for _ in LEDGER_COLUMNS)}) RETURNING id"
-)
-_LEDGER_SELECT = ", ".join(("id", *LEDGER_COLUMNS))
-_STARTED_AT = LEDGER_COLUMNS.index("started_at")
-# Explicit types, so parameters in INSERT … SELECT are never guessed as text.
-_LEDGER_TYPES = {
-    "session_id": "text", "outcome": "text", "reason": "text", "lo": "bigint", "hi": "bigint",
-    "messages_folded": "bigint", "tokens_folded": "bigint", "summary_tokens": "bigint",
-    "input_tokens": "bigint", "output_tokens": "bigint", "calls": "bigint", "model": "text",
-    "latency_ms": "double precision", "error_class": "text", "error": "text",
-    "started_at": "timestamptz", "key": "text", "owner": "text", "lease_token": "bigint",
-}
-# The fold commit as one statement (see PostgresStore.commit_fold). With delete retention
-# folded rows go, except that a row with a client id stays as an empty tombstone so a
-# retried append of that id is still recognised (idempotency key).
-_COMMIT_FOLD = f"""
-WITH span AS (
-    SELECT count(*) AS n, coalesce(sum(tokens), 0) AS t FROM messages
-    WHERE session_id = %(sid)s AND seq BETWEEN %(lo)s AND %(hi)s
-), upd AS (
-    UPDATE sessions s SET summary_version = s.summary_version + 1,
-        summary_text = %(text)s, summary_tokens = %(tokens)s,
-        summary_updated_at = %(at)s, through_seq = %(hi)s,
-        live_count = s.live_count - span.n, live_tokens = s.live_tokens - span.t,
-        reported_input_tokens = NULL
-    FROM span
-    WHERE s.session_id = %(sid)s AND s.summary_version = %(version)s
-        AND s.through_seq = %(lo)s - 1 AND %(lo)s <= %(hi)s AND %(hi)s <= s.last_seq
-        AND span.n = %(hi)s - %(lo)s + 1
-        AND (%(owner)s::text IS NULL OR (s.lease_owner = %(owner)s
-             AND s.lease_token = %(token)s AND s.lease_expires > now()))
-    RETURNING s.session_id
-), gone AS (
-    DELETE FROM messages m USING upd
-    WHERE %(delete)s AND m.session_id = upd.session_id
-        AND m.seq BETWEEN %(lo)s AND %(hi)s AND m.client_id IS NULL
-), blank AS (
-    UPDATE messages m SET body = '', tokens = 0 FROM upd
-    WHERE %(delete)s AND m.session_id = upd.session_id
-        AND m.seq BETWEEN %(lo)s AND %(hi)s AND m.client_id IS NOT NULL
-), led AS (
-    INSERT INTO ledger ({', '.join(LEDGER_COLUMNS)})
-    SELECT {', '.join(f"%(l_{c})s::{_LEDGER_TYPES.get(c, 'text')}" for c in LEDGER_COLUMNS)}
-    FROM upd
-)
-SELECT 1 FROM upd
-"""
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _MIGRATION_LOCK = 0x636F6E74  # advisory lock key ("cont"), scoped to the database
 
@@ -203,7 +78,7 @@ def _stats(row: Sequence[Any]) -> SessionStats:
 
 def _ledger_params(entry: LedgerEntry) -> tuple[Any, ...]:
     values = list(ledger_values(entry))
-    values[_STARTED_AT] = entry.started_at  # a real timestamptz, not text
+    values[STARTED_AT] = entry.started_at  # a real timestamptz, not text
     return tuple(values)
 
 
@@ -339,14 +214,14 @@ class PostgresStore:
         self, session_id: str, items: Sequence[PreparedMessage], now: datetime
     ) -> AppendResult:
         async def do(conn: Conn) -> AppendResult:
-            row = await self._lock_session(conn, session_id, _SESSION_COLS)
+            row = await self._lock_session(conn, session_id, SESSION_COLS)
             if row is None:  # a first append; a concurrent one may be creating it too
                 await conn.execute(
                     "INSERT INTO sessions (session_id, last_activity, created_at) "
                     "VALUES (%s, %s, %s) ON CONFLICT (session_id) DO NOTHING",
                     (session_id, now, now),
                 )
-                row = await self._lock_session(conn, session_id, _SESSION_COLS)
+                row = await self._lock_session(conn, session_id, SESSION_COLS)
             stats = _stats(row)
             wanted = [i.message.id for i in items if i.message.id is not None]
             known: dict[str, int] = {}
@@ -413,7 +288,7 @@ class PostgresStore:
         }
 
         async def do(conn: Conn) -> Summary:
-            cur = await conn.execute(_COMMIT_FOLD, params)
+            cur = await conn.execute(COMMIT_FOLD, params)
             if await cur.fetchone() is None:
                 await self._why_not(conn, commit)
             return Summary(commit.text, commit.hi, commit.expected_version + 1, commit.tokens,
@@ -457,7 +332,7 @@ class PostgresStore:
 
     async def record_attempt(self, entry: LedgerEntry) -> int:
         async def do(conn: Conn) -> int:
-            cur = await conn.execute(_LEDGER_INSERT, _ledger_params(entry))
+            cur = await conn.execute(LEDGER_INSERT, _ledger_params(entry))
             row = await cur.fetchone()
             return int(row[0]) if row else 0
 
@@ -579,7 +454,7 @@ class PostgresStore:
     async def stats(self, session_id: str) -> SessionStats | None:
         async def do(conn: Conn) -> SessionStats | None:
             cur = await conn.execute(
-                f"SELECT {_SESSION_COLS} FROM sessions WHERE session_id = %s", (session_id,))
+                f"SELECT {SESSION_COLS} FROM sessions WHERE session_id = %s", (session_id,))
             row = await cur.fetchone()
             return _stats(row) if row else None
 
@@ -624,7 +499,7 @@ class PostgresStore:
     ) -> list[LedgerEntry]:
         async def do(conn: Conn) -> list[LedgerEntry]:
             cur = await conn.execute(
-                f"SELECT {_LEDGER_SELECT} FROM ledger "
+                f"SELECT {LEDGER_SELECT} FROM ledger "
                 "WHERE (%s::text IS NULL OR session_id = %s) ORDER BY id DESC LIMIT %s",
                 (session_id, session_id, limit),
             )
@@ -637,7 +512,7 @@ class PostgresStore:
     ) -> list[SessionStats]:
         async def do(conn: Conn) -> list[SessionStats]:
             cur = await conn.execute(
-                f"SELECT {_SESSION_COLS} FROM sessions "
+                f"SELECT {SESSION_COLS} FROM sessions "
                 "ORDER BY last_activity DESC NULLS LAST, session_id DESC LIMIT %s OFFSET %s",
                 (limit, offset),
             )

@@ -1,0 +1,143 @@
+"""The PostgreSQL schema (numbered migrations) and the statements that need more than one
+line, kept apart from :mod:`.postgres` (the store) so each stays readable."""
+
+from __future__ import annotations
+
+from .rows import LEDGER_COLUMNS
+
+__all__ = ["COMMIT_FOLD", "LEDGER_INSERT", "LEDGER_SELECT", "MIGRATIONS", "SESSION_COLS",
+           "STARTED_AT"]
+
+_INITIAL = """
+CREATE TABLE sessions (
+    session_id text PRIMARY KEY,
+    last_seq bigint NOT NULL DEFAULT 0,
+    live_count bigint NOT NULL DEFAULT 0,
+    live_tokens bigint NOT NULL DEFAULT 0,
+    through_seq bigint NOT NULL DEFAULT 0,
+    summary_version bigint NOT NULL DEFAULT 0,
+    summary_text text,
+    summary_tokens bigint NOT NULL DEFAULT 0,
+    summary_updated_at timestamptz,
+    pending_calls text NOT NULL DEFAULT '[]',
+    last_activity timestamptz,
+    reported_input_tokens bigint,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX sessions_activity ON sessions (last_activity);
+CREATE TABLE messages (
+    session_id text NOT NULL,
+    seq bigint NOT NULL,
+    client_id text,
+    role text NOT NULL,
+    body text NOT NULL,
+    tokens integer NOT NULL,
+    created_at timestamptz NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+CREATE UNIQUE INDEX messages_client_id ON messages (session_id, client_id)
+    WHERE client_id IS NOT NULL;
+CREATE TABLE ledger (
+    id bigserial PRIMARY KEY,
+    session_id text NOT NULL,
+    outcome text NOT NULL,
+    reason text NOT NULL DEFAULT '',
+    lo bigint NOT NULL DEFAULT 0,
+    hi bigint NOT NULL DEFAULT 0,
+    messages_folded bigint NOT NULL DEFAULT 0,
+    tokens_folded bigint NOT NULL DEFAULT 0,
+    summary_tokens bigint NOT NULL DEFAULT 0,
+    input_tokens bigint NOT NULL DEFAULT 0,
+    output_tokens bigint NOT NULL DEFAULT 0,
+    calls bigint NOT NULL DEFAULT 0,
+    model text,
+    latency_ms double precision NOT NULL DEFAULT 0,
+    error_class text,
+    error text,
+    started_at timestamptz,
+    key text
+);
+CREATE INDEX ledger_session ON ledger (session_id, id);
+"""
+
+_DUE_AND_LEASES = """
+ALTER TABLE sessions
+    ADD COLUMN due_at timestamptz,
+    ADD COLUMN due_seq bigint NOT NULL DEFAULT -1,
+    ADD COLUMN lease_owner text,
+    ADD COLUMN lease_expires timestamptz,
+    ADD COLUMN lease_token bigint NOT NULL DEFAULT 0;
+CREATE INDEX sessions_due ON sessions (due_at) WHERE due_at IS NOT NULL;
+ALTER TABLE ledger ADD COLUMN owner text, ADD COLUMN lease_token bigint;
+"""
+
+# Reversible redaction: placeholder -> value per session, apart from the summary.
+_PII_VAULT = """
+CREATE TABLE pii_vault (
+    session_id text NOT NULL,
+    placeholder text NOT NULL,
+    value text NOT NULL,
+    PRIMARY KEY (session_id, placeholder)
+);
+"""
+
+#: Ordered (version, name, SQL), the same steps as SQLite's. Append; never edit one.
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (1, "initial schema", _INITIAL),
+    (2, "due sessions and leases", _DUE_AND_LEASES),
+    (3, "pii vault", _PII_VAULT),
+]
+
+SESSION_COLS = (
+    "session_id, last_seq, live_count, live_tokens, through_seq, summary_version, "
+    "summary_tokens, pending_calls, last_activity, reported_input_tokens"
+)
+LEDGER_INSERT = (
+    f"INSERT INTO ledger ({', '.join(LEDGER_COLUMNS)}) "
+    f"VALUES ({', '.join('%s' for _ in LEDGER_COLUMNS)}) RETURNING id"
+)
+LEDGER_SELECT = ", ".join(("id", *LEDGER_COLUMNS))
+STARTED_AT = LEDGER_COLUMNS.index("started_at")
+# Explicit types, so parameters in INSERT … SELECT are never guessed as text.
+_LEDGER_TYPES = {
+    "session_id": "text", "outcome": "text", "reason": "text", "lo": "bigint", "hi": "bigint",
+    "messages_folded": "bigint", "tokens_folded": "bigint", "summary_tokens": "bigint",
+    "input_tokens": "bigint", "output_tokens": "bigint", "calls": "bigint", "model": "text",
+    "latency_ms": "double precision", "error_class": "text", "error": "text",
+    "started_at": "timestamptz", "key": "text", "owner": "text", "lease_token": "bigint",
+}
+# The fold commit as one statement (see PostgresStore.commit_fold). With delete retention
+# folded rows go, except that a row with a client id stays as an empty tombstone so a
+# retried append of that id is still recognised (idempotency key).
+COMMIT_FOLD = f"""
+WITH span AS (
+    SELECT count(*) AS n, coalesce(sum(tokens), 0) AS t FROM messages
+    WHERE session_id = %(sid)s AND seq BETWEEN %(lo)s AND %(hi)s
+), upd AS (
+    UPDATE sessions s SET summary_version = s.summary_version + 1,
+        summary_text = %(text)s, summary_tokens = %(tokens)s,
+        summary_updated_at = %(at)s, through_seq = %(hi)s,
+        live_count = s.live_count - span.n, live_tokens = s.live_tokens - span.t,
+        reported_input_tokens = NULL
+    FROM span
+    WHERE s.session_id = %(sid)s AND s.summary_version = %(version)s
+        AND s.through_seq = %(lo)s - 1 AND %(lo)s <= %(hi)s AND %(hi)s <= s.last_seq
+        AND span.n = %(hi)s - %(lo)s + 1
+        AND (%(owner)s::text IS NULL OR (s.lease_owner = %(owner)s
+             AND s.lease_token = %(token)s AND s.lease_expires > now()))
+    RETURNING s.session_id
+), gone AS (
+    DELETE FROM messages m USING upd
+    WHERE %(delete)s AND m.session_id = upd.session_id
+        AND m.seq BETWEEN %(lo)s AND %(hi)s AND m.client_id IS NULL
+), blank AS (
+    UPDATE messages m SET body = '', tokens = 0 FROM upd
+    WHERE %(delete)s AND m.session_id = upd.session_id
+        AND m.seq BETWEEN %(lo)s AND %(hi)s AND m.client_id IS NOT NULL
+), led AS (
+    INSERT INTO ledger ({', '.join(LEDGER_COLUMNS)})
+    SELECT {', '.join(f"%(l_{c})s::{_LEDGER_TYPES.get(c, 'text')}" for c in LEDGER_COLUMNS)}
+    FROM upd
+)
+SELECT 1 FROM upd
+"""
