@@ -17,8 +17,9 @@ Contract (checked by :mod:`contextfold.testing.conformance` on every store):
 * Due sessions and leases: ``mark_due`` records when a session next wants a fold (a
   mark computed from older stats — lower ``as_of_seq`` — never overwrites a newer one);
   ``claim_due`` leases due, unleased (or lease-expired) sessions to one owner, bumping the
-  session's lease token; a ``commit_fold`` carrying a lease succeeds only while that lease
-  is the session's current, unexpired lease (fencing), else ``ConflictError``.
+  session's lease token; ``renew`` extends a current, unexpired lease (same token); a
+  ``commit_fold`` carrying a lease succeeds only while that lease (owner and token) is the
+  session's current, unexpired lease (fencing), else ``ConflictError``.
 * Driver errors are translated into ``StorageError`` with ``__cause__``.
 * Invariant: live messages plus messages covered by the summary are exactly seq 1..last,
   each once (with ``delete`` retention, "covered" means seq <= ``through_seq``).
