@@ -32,8 +32,26 @@ from contextfold.stores.sqlite import SQLiteStore
 from contextfold.summarizers.base import SummaryRequest, SummaryResult
 
 RESULTS = Path(__file__).parent / "results"
-WORDS = ("the plan meeting Paris budget 42 Tuesday Alice flight hotel review error deploy "
-         "invoice garden piano recipe marathon").split()
+WORDS = [
+    "the",
+    "plan",
+    "meeting",
+    "Paris",
+    "budget",
+    "42",
+    "Tuesday",
+    "Alice",
+    "flight",
+    "hotel",
+    "review",
+    "error",
+    "deploy",
+    "invoice",
+    "garden",
+    "piano",
+    "recipe",
+    "marathon",
+]
 
 
 def make_turns(n: int, seed: int = 7) -> list[Message]:
@@ -62,9 +80,9 @@ class TimedFakeSummarizer:
         self.input_tokens += prev_tokens + folded
         self.folded_tokens += folded
         words = (request.previous + " " + " ".join(m.text for m in request.messages)).split()
-        keep = words[-max(1, request.max_tokens // 2):]
+        keep = words[-max(1, request.max_tokens // 2) :]
         while request.counter.count(" ".join(keep)) > request.max_tokens:
-            keep = keep[len(keep) // 4 + 1:]
+            keep = keep[len(keep) // 4 + 1 :]
         self.seconds += time.perf_counter() - t0
         return SummaryResult(" ".join(keep) or "-", calls=1)
 
@@ -86,7 +104,9 @@ async def run_one(store_name: str, budget: int, turns: list[Message]) -> dict[st
     layer = wall - summarizer.seconds
     return {
         "folds": usage.folds,
-        "reread": summarizer.input_tokens / summarizer.folded_tokens if summarizer.folded_tokens else 0.0,
+        "reread": summarizer.input_tokens / summarizer.folded_tokens
+        if summarizer.folded_tokens
+        else 0.0,
         "mean_use": statistics.fmean(uses),
         "max_use": max(uses),
         "per_turn_us": layer / len(turns) * 1e6,
@@ -101,8 +121,10 @@ def main() -> None:
     sizes = [100, 1_000] if args.quick else [100, 10_000, 100_000]
     turns = make_turns(max(sizes))
     rows = []
-    header = (f"| store | budget | turns | folds | re-read ratio | mean context/budget | "
-              f"max context/budget | per-turn µs (add+context) |")
+    header = (
+        "| store | budget | turns | folds | re-read ratio | mean context/budget | "
+        "max context/budget | per-turn µs (add+context) |"
+    )
     print(header)
     print("|---|---|---|---|---|---|---|---|")
     lines = [header, "|---|---|---|---|---|---|---|---|"]
@@ -111,8 +133,10 @@ def main() -> None:
             for n in sizes:
                 r = asyncio.run(run_one(store_name, budget, turns[:n]))
                 rows.append(r)
-                line = (f"| {store_name} | {budget} | {n:,} | {r['folds']:.0f} | {r['reread']:.3f} | "
-                        f"{r['mean_use']:.2f} | {r['max_use']:.3f} | {r['per_turn_us']:.0f} |")
+                line = (
+                    f"| {store_name} | {budget} | {n:,} | {r['folds']:.0f} | {r['reread']:.3f} | "
+                    f"{r['mean_use']:.2f} | {r['max_use']:.3f} | {r['per_turn_us']:.0f} |"
+                )
                 print(line, flush=True)
                 lines.append(line)
     RESULTS.mkdir(exist_ok=True)
@@ -122,7 +146,8 @@ def main() -> None:
         "Produced by `python benchmarks/bench_engine.py`. One session per row; every turn is "
         "`add` + `context()`; fake summarizer time excluded from per-turn time. Re-read ratio = "
         "summarizer input tokens / folded tokens (1.0 = each token read once).\n\n"
-        + "\n".join(lines) + "\n"
+        + "\n".join(lines)
+        + "\n"
     )
     print(f"\nwrote {out}")
 

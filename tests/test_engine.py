@@ -27,16 +27,21 @@ from contextfold.testing import ConcatSummarizer, FunctionSummarizer, check_inva
 
 
 def turns(n: int, start: int = 0) -> list[dict[str, Any]]:
-    return [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} says hello"}
-            for i in range(start, start + n)]
+    return [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} says hello"}
+        for i in range(start, start + n)
+    ]
 
 
 def sqlite_dump(path: Path) -> list[str]:
     """Every row of every table but the ledger, as SQL text: a byte-for-byte check."""
     conn = sqlite3.connect(path)
     try:
-        return [line for line in conn.iterdump() if "INTO \"ledger\"" not in line
-                and "sqlite_sequence" not in line]
+        return [
+            line
+            for line in conn.iterdump()
+            if 'INTO "ledger"' not in line and "sqlite_sequence" not in line
+        ]
     finally:
         conn.close()
 
@@ -50,23 +55,26 @@ def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[]
 
 
 def test_add_folds_inline_and_keeps_every_message(store_factory: Callable[[], Any]) -> None:
-    with Memory(store_factory(), summarizer=ConcatSummarizer(),
-                policy=MessageCount(10, keep_last=4)) as memory:
+    with Memory(
+        store_factory(), summarizer=ConcatSummarizer(), policy=MessageCount(10, keep_last=4)
+    ) as memory:
         for msg in turns(25):
             memory.add("s", msg)
         stats = memory.stats("s")
         assert stats is not None and stats.live_count <= 10 and stats.through_seq > 0
         assert len(memory.messages("s")) == 25
         assert [m.seq for m in memory.messages("s", include_folded=False)] == list(
-            range(stats.through_seq + 1, 26))
+            range(stats.through_seq + 1, 26)
+        )
         ledger = memory.ledger("s")
         assert ledger and all(r.outcome == "committed" for r in ledger)
         assert memory.usage("s").messages_folded == stats.through_seq
 
 
 def test_context_renders_summary_block_and_live_turns() -> None:
-    with Memory("memory://", summarizer=ConcatSummarizer(),
-                policy=MessageCount(6, keep_last=2)) as memory:
+    with Memory(
+        "memory://", summarizer=ConcatSummarizer(), policy=MessageCount(6, keep_last=2)
+    ) as memory:
         for msg in turns(9):
             memory.add("s", msg)
         ctx = memory.context("s", system="You are terse.")
@@ -90,8 +98,9 @@ def test_summarizer_failure_leaves_session_unchanged(tmp_path: Path, failure: st
         return 42
 
     path = tmp_path / "f.db"
-    with Memory(str(path), summarizer=FunctionSummarizer(bad), fold="manual",
-                policy=MessageCount(4)) as memory:
+    with Memory(
+        str(path), summarizer=FunctionSummarizer(bad), fold="manual", policy=MessageCount(4)
+    ) as memory:
         for msg in turns(8):
             memory.add("s", msg)
         before = sqlite_dump(path)
@@ -105,8 +114,13 @@ def test_summarizer_failure_leaves_session_unchanged(tmp_path: Path, failure: st
 
 def test_raise_errors_gives_summarization_error_with_cause() -> None:
     cause = RuntimeError("429 from provider")
-    with Memory("memory://", summarizer=ConcatSummarizer(fail_with=cause), fold="manual",
-                policy=MessageCount(2), raise_errors=True) as memory:
+    with Memory(
+        "memory://",
+        summarizer=ConcatSummarizer(fail_with=cause),
+        fold="manual",
+        policy=MessageCount(2),
+        raise_errors=True,
+    ) as memory:
         for msg in turns(4):
             memory.add("s", msg)
         with pytest.raises(SummarizationError) as info:
@@ -129,8 +143,9 @@ class _FailingCommitStore(SQLiteStore):
 def test_commit_failing_midway_rolls_back(tmp_path: Path, retention: str) -> None:
     path = tmp_path / "c.db"
     store = _FailingCommitStore(path, retention=retention)  # type: ignore[arg-type]
-    with Memory(store, summarizer=ConcatSummarizer(), fold="manual",
-                policy=MessageCount(3)) as memory:
+    with Memory(
+        store, summarizer=ConcatSummarizer(), fold="manual", policy=MessageCount(3)
+    ) as memory:
         for msg in turns(6):
             memory.add("s", msg)
         before = sqlite_dump(path)
@@ -142,8 +157,12 @@ def test_commit_failing_midway_rolls_back(tmp_path: Path, retention: str) -> Non
 
 def test_appends_during_a_slow_fold_survive(tmp_path: Path) -> None:
     async def main() -> None:
-        memory = AsyncMemory(SQLiteStore(tmp_path / "slow.db"), fold="manual",
-                             summarizer=ConcatSummarizer(delay=0.3), policy=MessageCount(4))
+        memory = AsyncMemory(
+            SQLiteStore(tmp_path / "slow.db"),
+            fold="manual",
+            summarizer=ConcatSummarizer(delay=0.3),
+            policy=MessageCount(4),
+        )
         for msg in turns(6):
             await memory.add("s", msg)
         fold = asyncio.create_task(memory.fold("s"))
@@ -154,7 +173,7 @@ def test_appends_during_a_slow_fold_survive(tmp_path: Path) -> None:
         assert outcome.status == "committed" and (outcome.lo, outcome.hi) == (1, 6)
         live = await memory.messages("s", include_folded=False)
         assert [m.seq for m in live] == [7, 8, 9, 10, 11]
-        assert [m.text for m in live][0] == "turn 6 says hello"
+        assert next(m.text for m in live) == "turn 6 says hello"
         await check_invariant(memory.store, "s")
         await memory.close()
 
@@ -166,10 +185,18 @@ def test_two_simultaneous_folds_exactly_one_commits(tmp_path: Path) -> None:
     path = tmp_path / "race.db"
 
     async def main() -> None:
-        a = AsyncMemory(SQLiteStore(path), fold="manual", summarizer=ConcatSummarizer(delay=0.2),
-                        policy=MessageCount(3))
-        b = AsyncMemory(SQLiteStore(path), fold="manual", summarizer=ConcatSummarizer(delay=0.2),
-                        policy=MessageCount(3))
+        a = AsyncMemory(
+            SQLiteStore(path),
+            fold="manual",
+            summarizer=ConcatSummarizer(delay=0.2),
+            policy=MessageCount(3),
+        )
+        b = AsyncMemory(
+            SQLiteStore(path),
+            fold="manual",
+            summarizer=ConcatSummarizer(delay=0.2),
+            policy=MessageCount(3),
+        )
         for msg in turns(8):
             await a.add("s", msg)
         outcomes = await asyncio.gather(a.fold("s"), b.fold("s"))
@@ -191,8 +218,9 @@ def test_two_simultaneous_folds_exactly_one_commits(tmp_path: Path) -> None:
 def test_same_engine_does_not_fold_a_session_twice_at_once() -> None:
     async def main() -> None:
         summarizer = ConcatSummarizer(delay=0.1)
-        memory = AsyncMemory(MemoryStore(), fold="manual", summarizer=summarizer,
-                             policy=MessageCount(2))
+        memory = AsyncMemory(
+            MemoryStore(), fold="manual", summarizer=summarizer, policy=MessageCount(2)
+        )
         for msg in turns(5):
             await memory.add("s", msg)
         first, second = await asyncio.gather(memory.fold("s"), memory.fold("s"))
@@ -203,8 +231,11 @@ def test_same_engine_does_not_fold_a_session_twice_at_once() -> None:
 
 
 def test_failed_fold_view_still_honours_budget() -> None:
-    with Memory("memory://", summarizer=ConcatSummarizer(fail_with=RuntimeError("down")),
-                policy=TokenBudget(300, keep_last=2)) as memory:
+    with Memory(
+        "memory://",
+        summarizer=ConcatSummarizer(fail_with=RuntimeError("down")),
+        policy=TokenBudget(300, keep_last=2),
+    ) as memory:
         for msg in turns(60):
             result = memory.add("s", msg)
         assert result.fold is not None and result.fold.status == "failed"
@@ -215,8 +246,9 @@ def test_failed_fold_view_still_honours_budget() -> None:
 
 
 def test_single_huge_message_is_truncated_in_view_and_flagged() -> None:
-    with Memory("memory://", summarizer=ConcatSummarizer(), fold="manual",
-                policy=TokenBudget(200)) as memory:
+    with Memory(
+        "memory://", summarizer=ConcatSummarizer(), fold="manual", policy=TokenBudget(200)
+    ) as memory:
         memory.add("s", {"role": "user", "content": "word " * 2000})
         ctx = memory.context("s")
         assert ctx.truncated and ctx.tokens <= 200
@@ -238,8 +270,9 @@ def test_fold_many_bounded_concurrency_and_outcomes() -> None:
             raise RuntimeError("nope")
         return SummaryResult("ok", input_tokens=5, output_tokens=2, calls=1)
 
-    with Memory("memory://", summarizer=FunctionSummarizer(slow), fold="manual",
-                policy=MessageCount(2)) as memory:
+    with Memory(
+        "memory://", summarizer=FunctionSummarizer(slow), fold="manual", policy=MessageCount(2)
+    ) as memory:
         sids = [f"s{i}" for i in range(20)] + ["bad", "quiet"]
         for sid in sids:
             memory.add(sid, *turns(1 if sid == "quiet" else 4))
@@ -253,10 +286,13 @@ def test_fold_many_bounded_concurrency_and_outcomes() -> None:
 def test_bad_input_raises_before_any_write() -> None:
     with Memory("memory://", summarizer=ConcatSummarizer()) as memory:
         memory.add("s", {"role": "user", "content": "fine"})
-        for bad in ({"role": "robot", "content": "x"}, {"role": "user", "content": "a\x00b"},
-                    {"role": "user", "content": "\ud800"}, {"role": "tool", "content": "x",
-                                                            "tool_call_id": "nope"},
-                    {"role": "user", "content": "x", "metadata": {"f": object()}}):
+        for bad in (
+            {"role": "robot", "content": "x"},
+            {"role": "user", "content": "a\x00b"},
+            {"role": "user", "content": "\ud800"},
+            {"role": "tool", "content": "x", "tool_call_id": "nope"},
+            {"role": "user", "content": "x", "metadata": {"f": object()}},
+        ):
             with pytest.raises(ValidationError):
                 memory.add("s", {"role": "user", "content": "would be lost"}, bad)
         assert [m.text for m in memory.messages("s")] == ["fine"]

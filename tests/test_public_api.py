@@ -18,7 +18,11 @@ def test_every_public_class_defined_in_the_package_is_exported() -> None:
     exported = set(contextfold.__all__)
     for name in dir(contextfold):
         obj = getattr(contextfold, name)
-        if isinstance(obj, type) and obj.__module__.startswith("contextfold") and not name.startswith("_"):
+        if (
+            isinstance(obj, type)
+            and obj.__module__.startswith("contextfold")
+            and not name.startswith("_")
+        ):
             assert name in exported, f"{name} is imported into contextfold but not in __all__"
 
 

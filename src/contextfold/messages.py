@@ -47,7 +47,7 @@ _NO_CAP = 2**62
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _OPENAI_NAME_BAD = re.compile(r"[^a-zA-Z0-9_-]")
 
-JSONValue = Union[None, bool, int, float, str, list["JSONValue"], dict[str, "JSONValue"]]
+JSONValue = Union[None, bool, int, float, str, list["JSONValue"], dict[str, "JSONValue"]]  # noqa: UP007
 
 
 def check_text(text: object, what: str, max_chars: int = DEFAULT_MAX_MESSAGE_CHARS) -> str:
@@ -100,7 +100,8 @@ class MediaPart:
         (what every store can keep unchanged); normalises ``data`` to a plain dict."""
         if self.kind not in get_args(MediaKind):
             raise ValidationError(
-                f"media part kind {self.kind!r} is not one of {list(get_args(MediaKind))}")
+                f"media part kind {self.kind!r} is not one of {list(get_args(MediaKind))}"
+            )
         if not isinstance(self.data, Mapping):
             raise ValidationError(f"media part data must be a mapping, got {self.data!r:.60}")
         _check_json(self.data, 0)
@@ -113,7 +114,7 @@ class MediaPart:
         return f"[{self.kind}: {name}]" if isinstance(name, str) and name else f"[{self.kind}]"
 
 
-Part = Union[TextPart, MediaPart]
+Part = Union[TextPart, MediaPart]  # noqa: UP007 - a runtime alias, kept valid on 3.10
 _MEDIA_TYPES: dict[str, MediaKind] = {
     "image_url": "image",
     "image": "image",
@@ -188,7 +189,8 @@ class Message:
                     part.check()
                 else:
                     raise ValidationError(
-                        f"content part must be TextPart or MediaPart: {part!r:.80}")
+                        f"content part must be TextPart or MediaPart: {part!r:.80}"
+                    )
         else:
             check_text(content, f"{self.role} message content", _NO_CAP)
         object.__setattr__(self, "content", content)
@@ -198,7 +200,8 @@ class Message:
                 raise ValidationError("message name must not be blank")
         if not isinstance(self.tool_calls, (list, tuple)):
             raise ValidationError(
-                f"tool_calls must be a list of ToolCall, got {type(self.tool_calls).__name__}")
+                f"tool_calls must be a list of ToolCall, got {type(self.tool_calls).__name__}"
+            )
         calls = tuple(self.tool_calls)
         if calls and self.role != "assistant":
             raise ValidationError(f"only assistant messages carry tool_calls, not {self.role!r}")
@@ -211,7 +214,9 @@ class Message:
         object.__setattr__(self, "tool_calls", calls)
         if self.role == "tool":
             if not isinstance(self.tool_call_id, str) or not self.tool_call_id.strip():
-                raise ValidationError("a tool message needs the tool_call_id of the call it answers")
+                raise ValidationError(
+                    "a tool message needs the tool_call_id of the call it answers"
+                )
             check_text(self.tool_call_id, "tool_call_id", 512)
         elif self.tool_call_id is not None:
             raise ValidationError(f"only tool messages carry tool_call_id, not {self.role!r}")
@@ -272,8 +277,20 @@ class Message:
         ``metadata``, ``id``). Anything else raises ``ValidationError``."""
         if not isinstance(data, Mapping):
             raise ValidationError(f"a message must be a mapping, got {type(data).__name__}")
-        known = {"role", "content", "name", "tool_calls", "tool_call_id", "timestamp",
-                 "metadata", "id", "refusal", "function_call", "audio", "annotations"}
+        known = {
+            "role",
+            "content",
+            "name",
+            "tool_calls",
+            "tool_call_id",
+            "timestamp",
+            "metadata",
+            "id",
+            "refusal",
+            "function_call",
+            "audio",
+            "annotations",
+        }
         unknown = sorted(str(k) for k in data if k not in known)
         if unknown:
             raise ValidationError(f"unknown message fields {unknown!r}")
@@ -324,7 +341,9 @@ def coerce_message(value: Message | Mapping[str, Any]) -> Message:
         return value
     if isinstance(value, Mapping):
         return Message.from_openai(value)
-    raise ValidationError(f"expected a Message or a dict, got {type(value).__name__}: {value!r:.80}")
+    raise ValidationError(
+        f"expected a Message or a dict, got {type(value).__name__}: {value!r:.80}"
+    )
 
 
 def render_text(message: Message) -> str:
@@ -414,7 +433,9 @@ def _check_json(value: object, depth: int) -> None:
         for item in value:
             _check_json(item, depth + 1)
         return
-    raise ValidationError(f"metadata value {value!r:.60} of type {type(value).__name__} is not JSON")
+    raise ValidationError(
+        f"metadata value {value!r:.60} of type {type(value).__name__} is not JSON"
+    )
 
 
 def _coerce_timestamp(value: object) -> datetime | None:
@@ -435,7 +456,9 @@ def _coerce_timestamp(value: object) -> datetime | None:
         except (OverflowError, OSError, ValueError) as exc:
             raise ValidationError(f"timestamp {value!r} is out of range") from exc
     else:
-        raise ValidationError(f"timestamp must be a datetime, ISO string or epoch, got {value!r:.60}")
+        raise ValidationError(
+            f"timestamp must be a datetime, ISO string or epoch, got {value!r:.60}"
+        )
     if ts.tzinfo is None:
         ts = ts.replace(tzinfo=timezone.utc)
     return ts.astimezone(timezone.utc)

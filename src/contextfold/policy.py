@@ -247,7 +247,9 @@ class MessageCount:
             cut = _cut_at_least(cuts, 1) or 0
             if cut > limit:
                 return None
-        return _plan_prefix(live, cut, f"{len(live)} live messages > max_messages {self.max_messages}")
+        return _plan_prefix(
+            live, cut, f"{len(live)} live messages > max_messages {self.max_messages}"
+        )
 
 
 @dataclass(frozen=True)
@@ -367,8 +369,11 @@ class _AnyOf:
 
     def due_at(self, stats: SessionStats) -> datetime | None:
         """The soonest time any timed member (``Idle``) will want to act (None: never)."""
-        times = [t for p in self.policies
-                 if callable(due := getattr(p, "due_at", None)) and (t := due(stats)) is not None]
+        times = [
+            t
+            for p in self.policies
+            if callable(due := getattr(p, "due_at", None)) and (t := due(stats)) is not None
+        ]
         return min(times) if times else None
 
     def triggered(self, stats: SessionStats, now: datetime) -> bool:
@@ -407,8 +412,9 @@ class _AllOf:
             return None
         found = [p for p in plans if p is not None]
         narrowest = min(found, key=lambda p: p.hi)
-        return FoldPlan(narrowest.lo, narrowest.hi, " and ".join(p.reason for p in found),
-                        narrowest.action)
+        return FoldPlan(
+            narrowest.lo, narrowest.hi, " and ".join(p.reason for p in found), narrowest.action
+        )
 
 
 def _min_cap(policies: Sequence[Policy]) -> int | None:

@@ -48,7 +48,8 @@ TOOL_CALL_OVERHEAD_TOKENS = 4
 # Pre-tokenisation patterns of the two encodings, as OpenAI publishes them.
 _PATTERNS: dict[str, str] = {
     "cl100k_base": (
-        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+"""
+        r"""| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
         r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
     ),
     "o200k_base": "|".join(

@@ -51,14 +51,20 @@ def _count_lines(path: Path) -> int:
         return sum(1 for line in fh if line.strip())
 
 
-def replay_into(memory: Memory, session_id: str, path: Path, *, show_progress: bool) -> dict[str, Any]:
+def replay_into(
+    memory: Memory, session_id: str, path: Path, *, show_progress: bool
+) -> dict[str, Any]:
     """Add every message of ``path`` to ``session_id``; return replay statistics."""
     total = _count_lines(path)
     folds = failed = 0
     started = time.perf_counter()
     progress = Progress(
-        TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=err_console, transient=True,
+        TextColumn("replaying"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
         disable=not show_progress or total < _PROGRESS_MIN_LINES,
     )
     with progress:
@@ -69,30 +75,63 @@ def replay_into(memory: Memory, session_id: str, path: Path, *, show_progress: b
                 folds += result.fold.status == "committed"
                 failed += result.fold.status in ("failed", "conflict")
             progress.advance(task)
-    return {"messages": total, "folds": folds, "failed_folds": failed,
-            "seconds": round(time.perf_counter() - started, 3)}
+    return {
+        "messages": total,
+        "folds": folds,
+        "failed_folds": failed,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
 
 
 @click.command()
 @click.argument("transcript", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--max-tokens", type=click.IntRange(min=64), required=True,
-              help="Token budget of the context.")
-@click.option("--summarizer", type=click.Choice(sorted(SUMMARIZERS)), default="extractive",
-              show_default=True, help="Who writes the summary.")
+@click.option(
+    "--max-tokens", type=click.IntRange(min=64), required=True, help="Token budget of the context."
+)
+@click.option(
+    "--summarizer",
+    type=click.Choice(sorted(SUMMARIZERS)),
+    default="extractive",
+    show_default=True,
+    help="Who writes the summary.",
+)
 @model_option
-@click.option("--tokenizer", type=click.Choice(["o200k", "cl100k", "approx"]), default="o200k",
-              show_default=True, help="How tokens are counted (approx = chars/4, an estimate).")
-@click.option("--session", "session_id", default=None,
-              help="Session id to replay into (default: the file name); replaced if it exists.")
-@click.option("--output", type=click.Choice(["context", "summary", "stats"]), default="context",
-              show_default=True, help="What to print at the end.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True)
+@click.option(
+    "--tokenizer",
+    type=click.Choice(["o200k", "cl100k", "approx"]),
+    default="o200k",
+    show_default=True,
+    help="How tokens are counted (approx = chars/4, an estimate).",
+)
+@click.option(
+    "--session",
+    "session_id",
+    default=None,
+    help="Session id to replay into (default: the file name); replaced if it exists.",
+)
+@click.option(
+    "--output",
+    type=click.Choice(["context", "summary", "stats"]),
+    default="context",
+    show_default=True,
+    help="What to print at the end.",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
 @db_option
 @guard
-def replay(transcript: Path, max_tokens: int, summarizer: str, model: str | None,
-           tokenizer: str, session_id: str | None, output: str, fmt: str,
-           db: Path | None) -> None:
+def replay(
+    transcript: Path,
+    max_tokens: int,
+    summarizer: str,
+    model: str | None,
+    tokenizer: str,
+    session_id: str | None,
+    output: str,
+    fmt: str,
+    db: Path | None,
+) -> None:
     """Stream TRANSCRIPT (JSONL: one message per line with role, content, optional name
     and timestamp) through a memory with a MAX_TOKENS budget and print the final context.
 
@@ -102,17 +141,26 @@ def replay(transcript: Path, max_tokens: int, summarizer: str, model: str | None
       contextfold replay chat.jsonl --max-tokens 4000 --model openai:gpt-4o-mini
     """
     sid = session_id or transcript.stem
-    with open_memory(db, summarizer=make_summarizer(summarizer, model), tokenizer=tokenizer,
-                     policy=TokenBudget(max_tokens)) as memory:
+    with open_memory(
+        db,
+        summarizer=make_summarizer(summarizer, model),
+        tokenizer=tokenizer,
+        policy=TokenBudget(max_tokens),
+    ) as memory:
         if memory.delete(sid):
             err_console.print(f"[dim]replaced the earlier session {sid!r}[/]")
         stats = replay_into(memory, sid, transcript, show_progress=fmt == "text")
         ctx = memory.context(sid)
         usage = memory.usage(sid)
-        stats.update(session=sid, budget=max_tokens, context_tokens=ctx.tokens,
-                     context_messages=len(ctx), omitted=ctx.omitted,
-                     summarizer_input_tokens=usage.input_tokens,
-                     summarizer_output_tokens=usage.output_tokens)
+        stats.update(
+            session=sid,
+            budget=max_tokens,
+            context_tokens=ctx.tokens,
+            context_messages=len(ctx),
+            omitted=ctx.omitted,
+            summarizer_input_tokens=usage.input_tokens,
+            summarizer_output_tokens=usage.output_tokens,
+        )
         summary = memory.summary(sid)
         if output == "stats":
             if fmt == "json":
@@ -123,8 +171,13 @@ def replay(transcript: Path, max_tokens: int, summarizer: str, model: str | None
         elif output == "summary":
             text = summary.text if summary else ""
             if fmt == "json":
-                emit_json({"session": sid, "summary": text,
-                           "through_seq": summary.through_seq if summary else 0})
+                emit_json(
+                    {
+                        "session": sid,
+                        "summary": text,
+                        "through_seq": summary.through_seq if summary else 0,
+                    }
+                )
             else:
                 click.echo(text)
         elif fmt == "json":

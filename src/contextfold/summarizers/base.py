@@ -17,7 +17,7 @@ from ..errors import SummarizationError
 from ..messages import StoredMessage
 from ..tokens import TokenCounter
 
-__all__ = ["SummaryRequest", "SummaryResult", "Summarizer", "check_summary"]
+__all__ = ["Summarizer", "SummaryRequest", "SummaryResult", "check_summary"]
 
 
 @dataclass(frozen=True)

@@ -79,12 +79,26 @@ class StoreConformance(LeaseConformance, VaultConformance):
     def test_append_assigns_seqs_and_round_trips(self) -> None:
         msgs = [
             _p("system", "be brief"),
-            _p("user", "hi ‮ ​ 🙂", name="Ada Lovelace", timestamp=T0,
-               metadata={"k": [1, 2.5, None, {"deep": True}]}, id="c-1"),
+            _p(
+                "user",
+                "hi ‮ ​ 🙂",
+                name="Ada Lovelace",
+                timestamp=T0,
+                metadata={"k": [1, 2.5, None, {"deep": True}]},
+                id="c-1",
+            ),
             _p("assistant", "", tool_calls=(ToolCall("call_1", "lookup", '{"q": "x"}'),)),
             _p("tool", "result", tool_call_id="call_1"),
-            _p("user", (TextPart("look"), MediaPart("image", {
-                "type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}))),
+            _p(
+                "user",
+                (
+                    TextPart("look"),
+                    MediaPart(
+                        "image",
+                        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+                    ),
+                ),
+            ),
         ]
 
         async def body(store: Store) -> None:
@@ -105,8 +119,11 @@ class StoreConformance(LeaseConformance, VaultConformance):
         async def body(store: Store) -> None:
             for bad in (
                 [_p("tool", "orphan", tool_call_id="nope")],
-                [_p("user", "a"), _p("assistant", "", tool_calls=(ToolCall("c", "f"),)),
-                 _p("user", "interrupts the pending call")],
+                [
+                    _p("user", "a"),
+                    _p("assistant", "", tool_calls=(ToolCall("c", "f"),)),
+                    _p("user", "interrupts the pending call"),
+                ],
             ):
                 try:
                     await store.append("s", bad, T0)
@@ -140,8 +157,12 @@ class StoreConformance(LeaseConformance, VaultConformance):
 
     def test_client_id_makes_append_idempotent(self) -> None:
         async def body(store: Store) -> None:
-            first = await store.append("s", [_p("user", "a", id="m1"), _p("user", "b", id="m2")], T0)
-            again = await store.append("s", [_p("user", "b", id="m2"), _p("user", "c", id="m3")], T0)
+            first = await store.append(
+                "s", [_p("user", "a", id="m1"), _p("user", "b", id="m2")], T0
+            )
+            again = await store.append(
+                "s", [_p("user", "b", id="m2"), _p("user", "c", id="m3")], T0
+            )
             assert first.seqs == (1, 2) and again.seqs == (2, 3) and again.duplicates == 1
             assert [m.message.id for m in await store.live("s")] == ["m1", "m2", "m3"]
             await check_invariant(store, "s")
@@ -149,14 +170,23 @@ class StoreConformance(LeaseConformance, VaultConformance):
         self._run(body)
 
     def _fold_entry(self, lo: int, hi: int) -> LedgerEntry:
-        return LedgerEntry(session_id="s", outcome="committed", lo=lo, hi=hi,
-                           messages_folded=hi - lo + 1, started_at=T0, model="m")
+        return LedgerEntry(
+            session_id="s",
+            outcome="committed",
+            lo=lo,
+            hi=hi,
+            messages_folded=hi - lo + 1,
+            started_at=T0,
+            model="m",
+        )
 
     def _check_fold(self, retention: Retention) -> None:
         async def body(store: Store) -> None:
             await store.append("s", [_p("user", str(i)) for i in range(6)], T0)
             await store.record_usage("s", 999)
-            summary = await store.commit_fold(FoldCommit("s", 0, 1, 4, "sum", 7), self._fold_entry(1, 4))
+            summary = await store.commit_fold(
+                FoldCommit("s", 0, 1, 4, "sum", 7), self._fold_entry(1, 4)
+            )
             assert (summary.version, summary.through_seq, summary.text) == (1, 4, "sum")
             assert await store.summary("s") == summary
             stats = await store.stats("s")
@@ -166,7 +196,9 @@ class StoreConformance(LeaseConformance, VaultConformance):
             assert [m.seq for m in await store.live("s")] == [5, 6]
             await check_invariant(store, "s")
             kept = await store.messages("s")
-            assert [m.seq for m in kept] == ([1, 2, 3, 4, 5, 6] if retention == "archive" else [5, 6])
+            assert [m.seq for m in kept] == (
+                [1, 2, 3, 4, 5, 6] if retention == "archive" else [5, 6]
+            )
 
         self._run(body, retention)
 
@@ -182,16 +214,22 @@ class StoreConformance(LeaseConformance, VaultConformance):
             await store.commit_fold(FoldCommit("s", 0, 1, 2, "first", 5), self._fold_entry(1, 2))
             before = (await store.stats("s"), await store.summary("s"), await store.messages("s"))
             ledger_before = await store.ledger("s")
-            for commit in (FoldCommit("s", 0, 1, 3, "stale version", 5),
-                           FoldCommit("s", 1, 1, 3, "wrong start", 5),
-                           FoldCommit("s", 1, 3, 9, "past the end", 5)):
+            for commit in (
+                FoldCommit("s", 0, 1, 3, "stale version", 5),
+                FoldCommit("s", 1, 1, 3, "wrong start", 5),
+                FoldCommit("s", 1, 3, 9, "past the end", 5),
+            ):
                 try:
                     await store.commit_fold(commit, self._fold_entry(commit.lo, commit.hi))
                 except ConflictError:
                     pass
                 else:
                     raise AssertionError(f"{commit!r} committed")
-            assert (await store.stats("s"), await store.summary("s"), await store.messages("s")) == before
+            assert (
+                await store.stats("s"),
+                await store.summary("s"),
+                await store.messages("s"),
+            ) == before
             assert await store.ledger("s") == ledger_before
 
         self._run(body)
@@ -202,8 +240,9 @@ class StoreConformance(LeaseConformance, VaultConformance):
             stats = await store.stats("s")
             assert stats is not None
             await store.append("s", [_p("user", "late 1"), _p("user", "late 2")], T0)
-            await store.commit_fold(FoldCommit("s", stats.summary_version, 1, 3, "x", 3),
-                                    self._fold_entry(1, 3))
+            await store.commit_fold(
+                FoldCommit("s", stats.summary_version, 1, 3, "x", 3), self._fold_entry(1, 3)
+            )
             assert [m.text for m in await store.live("s")] == ["3", "late 1", "late 2"]
             await check_invariant(store, "s")
 
@@ -213,8 +252,15 @@ class StoreConformance(LeaseConformance, VaultConformance):
         async def body(store: Store) -> None:
             await store.append("s", [_p("user", "a"), _p("user", "b")], T0)
             await store.append("t", [_p("user", "c")], T0)
-            failed = LedgerEntry(session_id="s", outcome="failed", error_class="Boom",
-                                 error="Boom: no", started_at=T0, latency_ms=1.5, key="memory:s")
+            failed = LedgerEntry(
+                session_id="s",
+                outcome="failed",
+                error_class="Boom",
+                error="Boom: no",
+                started_at=T0,
+                latency_ms=1.5,
+                key="memory:s",
+            )
             fid = await store.record_attempt(failed)
             await store.commit_fold(FoldCommit("s", 0, 1, 1, "x", 3), self._fold_entry(1, 1))
             await store.record_attempt(LedgerEntry(session_id="t", outcome="conflict"))

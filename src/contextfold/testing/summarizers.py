@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Union
 
 from ..errors import SummarizationError
 from ..summarizers.base import SummaryRequest, SummaryResult
 
 __all__ = ["ConcatSummarizer", "FunctionSummarizer"]
 
-SummaryFn = Callable[[SummaryRequest], Union[str, SummaryResult, Awaitable[Union[str, SummaryResult]]]]
+SummaryFn = Callable[[SummaryRequest], str | SummaryResult | Awaitable[str | SummaryResult]]
 
 
 class FunctionSummarizer:
@@ -66,5 +65,10 @@ class ConcatSummarizer:
         text = " ".join(tags)
         if not text:
             raise SummarizationError("nothing fits under the cap")
-        return SummaryResult(text=text, input_tokens=len(request.messages), output_tokens=len(tags),
-                             model="concat", calls=1)
+        return SummaryResult(
+            text=text,
+            input_tokens=len(request.messages),
+            output_tokens=len(tags),
+            model="concat",
+            calls=1,
+        )

