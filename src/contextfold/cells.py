@@ -27,9 +27,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from .engine import AsyncMemory, utcnow
 from .errors import ConfigError, ContextFoldError
-from .memory import AsyncMemory, BatchResult, FoldOutcome, _utcnow
 from .messages import Message, check_text
+from .outcomes import BatchResult, FoldOutcome
 from .policy import FixedCells
 from .stores.base import Store
 from .summarizers.base import Summarizer
@@ -109,7 +110,7 @@ class MemoryCells:
         key_prefix: str = "memory",
         tokenizer: TokenCounter | str | None = None,
         summary_max_tokens: int | None = None,
-        clock: Callable[[], datetime] = _utcnow,
+        clock: Callable[[], datetime] = utcnow,
     ) -> None:
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ConfigError(f"k (memory cells per character) must be an int >= 1, got {k!r}")

@@ -26,8 +26,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
+from .engine import AsyncMemory, utcnow
 from .errors import ConfigError
-from .memory import AsyncMemory, _utcnow
 from .messages import Message, StoredMessage
 from .policy import FoldPlan, SessionStats
 from .privacy import Redactor
@@ -295,7 +295,7 @@ class DigestMemory:
         max_tokens: int = 500,
         show_last: int = 5,
         tokenizer: TokenCounter | str | None = None,
-        clock: Callable[[], datetime] = _utcnow,
+        clock: Callable[[], datetime] = utcnow,
     ) -> None:
         if isinstance(show_last, bool) or not isinstance(show_last, int) or show_last < 1:
             raise ConfigError(f"show_last must be an int >= 1, got {show_last!r}")

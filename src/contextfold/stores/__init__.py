@@ -37,7 +37,7 @@ def default_db_path() -> Path:
 def _sqlite(url: str) -> Store:
     from .sqlite import SQLiteStore
 
-    path = url[len("sqlite://"):]
+    path = url[len("sqlite://") :]
     if path.startswith("/"):
         path = path[1:]  # sqlite:///relative.db and sqlite:////abs/path.db
     if not path:

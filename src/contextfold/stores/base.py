@@ -43,6 +43,7 @@ __all__ = [
     "Outcome",
     "PreparedMessage",
     "Retention",
+    "Snapshot",
     "Store",
     "Summary",
 ]
@@ -71,6 +72,16 @@ class Summary:
     version: int
     tokens: int
     updated_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A session read in one consistent snapshot: totals, summary and live messages.
+    What ``context()`` and a fold need, in one store round trip."""
+
+    stats: SessionStats
+    summary: Summary | None
+    live: list[StoredMessage]
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,8 +173,16 @@ class Store(Protocol):
         """Every live (not yet folded) message, oldest first."""
         ...
 
+    async def snapshot(self, session_id: str) -> Snapshot | None:
+        """Stats, summary and live messages from one consistent read, or None."""
+        ...
+
     async def messages(
-        self, session_id: str, *, include_folded: bool = True, after_seq: int = 0,
+        self,
+        session_id: str,
+        *,
+        include_folded: bool = True,
+        after_seq: int = 0,
         limit: int | None = None,
     ) -> list[StoredMessage]:
         """Stored messages with seq > ``after_seq``, oldest first (folded ones flagged)."""
@@ -191,7 +210,9 @@ class Store(Protocol):
         """Ledger rows, newest first, for one session or all."""
         ...
 
-    async def list_sessions(self, *, limit: int | None = 100, offset: int = 0) -> list[SessionStats]:
+    async def list_sessions(
+        self, *, limit: int | None = 100, offset: int = 0
+    ) -> list[SessionStats]:
         """Sessions, most recently active first."""
         ...
 

@@ -21,6 +21,7 @@ from .base import (
     LedgerEntry,
     PreparedMessage,
     Retention,
+    Snapshot,
     Summary,
 )
 
@@ -114,8 +115,18 @@ class MemoryStore:
             return []
         return [m for s, m in sorted(sess.messages.items()) if s > sess.stats.through_seq]
 
+    async def snapshot(self, session_id: str) -> Snapshot | None:
+        sess = self._sessions.get(session_id)
+        if sess is None:
+            return None
+        return Snapshot(sess.stats, sess.summary, await self.live(session_id))
+
     async def messages(
-        self, session_id: str, *, include_folded: bool = True, after_seq: int = 0,
+        self,
+        session_id: str,
+        *,
+        include_folded: bool = True,
+        after_seq: int = 0,
         limit: int | None = None,
     ) -> list[StoredMessage]:
         sess = self._sessions.get(session_id)
@@ -195,10 +206,14 @@ class MemoryStore:
     async def ledger(
         self, session_id: str | None = None, *, limit: int | None = 100
     ) -> list[LedgerEntry]:
-        rows = [e for e in reversed(self._ledger) if session_id is None or e.session_id == session_id]
+        rows = [
+            e for e in reversed(self._ledger) if session_id is None or e.session_id == session_id
+        ]
         return rows if limit is None else rows[:limit]
 
-    async def list_sessions(self, *, limit: int | None = 100, offset: int = 0) -> list[SessionStats]:
+    async def list_sessions(
+        self, *, limit: int | None = 100, offset: int = 0
+    ) -> list[SessionStats]:
         rows = sorted(
             (s.stats for s in self._sessions.values()),
             key=lambda st: (st.last_activity is not None, st.last_activity, st.session_id),
@@ -229,8 +244,11 @@ class MemoryStore:
     @staticmethod
     def _holds(sess: _Session, lease: Lease) -> bool:
         held = sess.lease
-        return (held is not None and (held.owner, held.token) == (lease.owner, lease.token)
-                and held.expires_at > datetime.now(timezone.utc))
+        return (
+            held is not None
+            and (held.owner, held.token) == (lease.owner, lease.token)
+            and held.expires_at > datetime.now(timezone.utc)
+        )
 
     @staticmethod
     def _mark(sess: _Session, due_at: datetime | None, as_of_seq: int) -> None:
@@ -245,8 +263,10 @@ class MemoryStore:
     async def claim_due(self, owner: str, *, limit: int, lease_seconds: float) -> list[Lease]:
         now = datetime.now(timezone.utc)
         due = sorted(
-            (s.due_at, sid) for sid, s in self._sessions.items()
-            if s.due_at is not None and s.due_at <= now
+            (s.due_at, sid)
+            for sid, s in self._sessions.items()
+            if s.due_at is not None
+            and s.due_at <= now
             and (s.lease is None or s.lease.expires_at <= now)
         )
         leases = []
@@ -268,8 +288,12 @@ class MemoryStore:
 
     async def release(self, lease: Lease, *, due_at: datetime | None, as_of_seq: int) -> bool:
         sess = self._sessions.get(lease.session_id)
-        if sess is None or sess.lease is None or sess.lease.token != lease.token \
-                or sess.lease.owner != lease.owner:
+        if (
+            sess is None
+            or sess.lease is None
+            or sess.lease.token != lease.token
+            or sess.lease.owner != lease.owner
+        ):
             return False
         sess.lease = None
         self._mark(sess, due_at, as_of_seq)

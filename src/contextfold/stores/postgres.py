@@ -37,6 +37,7 @@ from .base import (
     LedgerEntry,
     PreparedMessage,
     Retention,
+    Snapshot,
     Summary,
 )
 from .postgres_schema import (
@@ -67,11 +68,20 @@ _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _MIGRATION_LOCK = 0x636F6E74  # advisory lock key ("cont"), scoped to the database
 
 
+_SESSION_COLS_S = ", ".join(f"s.{c.strip()}" for c in SESSION_COLS.split(","))
+
+
 def _stats(row: Sequence[Any]) -> SessionStats:
     return SessionStats(
-        session_id=row[0], last_seq=row[1], live_count=row[2], live_tokens=row[3],
-        through_seq=row[4], summary_version=row[5], summary_tokens=row[6],
-        pending_calls=tuple(json.loads(row[7])), last_activity=row[8],
+        session_id=row[0],
+        last_seq=row[1],
+        live_count=row[2],
+        live_tokens=row[3],
+        through_seq=row[4],
+        summary_version=row[5],
+        summary_tokens=row[6],
+        pending_calls=tuple(json.loads(row[7])),
+        last_activity=row[8],
         reported_input_tokens=row[9],
     )
 
@@ -145,9 +155,14 @@ class PostgresStore:
             async with self._pool_lock:
                 if self._pool is None:
                     pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
-                        self.url, min_size=1, max_size=self.pool_size, open=False,
-                        kwargs={"autocommit": True}, configure=self._configure,
-                        timeout=self.connect_timeout, name=f"contextfold-{self.schema}",
+                        self.url,
+                        min_size=1,
+                        max_size=self.pool_size,
+                        open=False,
+                        kwargs={"autocommit": True},
+                        configure=self._configure,
+                        timeout=self.connect_timeout,
+                        name=f"contextfold-{self.schema}",
                     )
                     try:
                         await pool.open(wait=True, timeout=self.connect_timeout)
@@ -179,7 +194,8 @@ class PostgresStore:
 
     async def _lock_session(self, conn: Conn, session_id: str, cols: str) -> Any:
         cur = await conn.execute(
-            f"SELECT {cols} FROM sessions WHERE session_id = %s FOR UPDATE", (session_id,))
+            f"SELECT {cols} FROM sessions WHERE session_id = %s FOR UPDATE", (session_id,)
+        )
         return await cur.fetchone()
 
     # -- schema ----------------------------------------------------------------------------
@@ -188,7 +204,8 @@ class PostgresStore:
         async def migrate(conn: Conn) -> None:
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
             await conn.execute(
-                sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema)))
+                sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema))
+            )
             await conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, "
                 "name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
@@ -228,7 +245,8 @@ class PostgresStore:
             if wanted and stats.last_seq:
                 cur = await conn.execute(
                     "SELECT client_id, seq FROM messages WHERE session_id = %s "
-                    "AND client_id = ANY(%s)", (session_id, wanted),
+                    "AND client_id = ANY(%s)",
+                    (session_id, wanted),
                 )
                 known = {cid: seq for cid, seq in await cur.fetchall()}
             seqs: list[int] = []
@@ -253,8 +271,18 @@ class PostgresStore:
                 await cur.executemany(
                     "INSERT INTO messages (session_id, seq, client_id, role, body, tokens, "
                     "created_at) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                    [(session_id, s, i.message.id, i.message.role, encode_message(i.message),
-                      i.tokens, now) for s, i in fresh],
+                    [
+                        (
+                            session_id,
+                            s,
+                            i.message.id,
+                            i.message.role,
+                            encode_message(i.message),
+                            i.tokens,
+                            now,
+                        )
+                        for s, i in fresh
+                    ],
                 )
             added = sum(i.tokens for _, i in fresh)
             await conn.execute(
@@ -264,8 +292,12 @@ class PostgresStore:
                 (seq, len(fresh), added, json.dumps(pending), now, session_id),
             )
             new = replace(
-                stats, last_seq=seq, live_count=stats.live_count + len(fresh),
-                live_tokens=stats.live_tokens + added, pending_calls=pending, last_activity=now,
+                stats,
+                last_seq=seq,
+                live_count=stats.live_count + len(fresh),
+                live_tokens=stats.live_tokens + added,
+                pending_calls=pending,
+                last_activity=now,
             )
             return AppendResult(tuple(seqs), new, len(items) - len(fresh))
 
@@ -280,10 +312,16 @@ class PostgresStore:
         locked only while that statement runs. If nothing matched, a second read says why."""
         lease = commit.lease
         params = {
-            "sid": commit.session_id, "version": commit.expected_version, "lo": commit.lo,
-            "hi": commit.hi, "text": commit.text, "tokens": commit.tokens,
-            "at": entry.started_at, "delete": self.retention == "delete",
-            "owner": lease.owner if lease else None, "token": lease.token if lease else None,
+            "sid": commit.session_id,
+            "version": commit.expected_version,
+            "lo": commit.lo,
+            "hi": commit.hi,
+            "text": commit.text,
+            "tokens": commit.tokens,
+            "at": entry.started_at,
+            "delete": self.retention == "delete",
+            "owner": lease.owner if lease else None,
+            "token": lease.token if lease else None,
             **{f"l_{c}": v for c, v in zip(LEDGER_COLUMNS, _ledger_params(entry), strict=True)},
         }
 
@@ -291,8 +329,9 @@ class PostgresStore:
             cur = await conn.execute(COMMIT_FOLD, params)
             if await cur.fetchone() is None:
                 await self._why_not(conn, commit)
-            return Summary(commit.text, commit.hi, commit.expected_version + 1, commit.tokens,
-                           entry.started_at)
+            return Summary(
+                commit.text, commit.hi, commit.expected_version + 1, commit.tokens, entry.started_at
+            )
 
         return await self._tx(do, single=True)
 
@@ -443,7 +482,8 @@ class PostgresStore:
         async def do(conn: Conn) -> list[tuple[str, datetime]]:
             cur = await conn.execute(
                 "SELECT session_id, due_at FROM sessions WHERE due_at IS NOT NULL "
-                "ORDER BY due_at, session_id LIMIT %s", (limit,),
+                "ORDER BY due_at, session_id LIMIT %s",
+                (limit,),
             )
             return [(sid, at) for sid, at in await cur.fetchall()]
 
@@ -454,9 +494,43 @@ class PostgresStore:
     async def stats(self, session_id: str) -> SessionStats | None:
         async def do(conn: Conn) -> SessionStats | None:
             cur = await conn.execute(
-                f"SELECT {SESSION_COLS} FROM sessions WHERE session_id = %s", (session_id,))
+                f"SELECT {SESSION_COLS} FROM sessions WHERE session_id = %s", (session_id,)
+            )
             row = await cur.fetchone()
             return _stats(row) if row else None
+
+        return await self._tx(do, single=True)
+
+    async def snapshot(self, session_id: str) -> Snapshot | None:
+        async def do(conn: Conn) -> Snapshot | None:
+            # One statement, so totals, summary and live rows come from the same snapshot.
+            cur = await conn.execute(
+                f"SELECT {_SESSION_COLS_S}, s.summary_text, s.summary_updated_at, "
+                "m.seq, m.body, m.tokens FROM sessions s "
+                "LEFT JOIN messages m ON m.session_id = s.session_id AND m.seq > s.through_seq "
+                "WHERE s.session_id = %s ORDER BY m.seq",
+                (session_id,),
+            )
+            rows = await cur.fetchall()
+            if not rows:
+                return None
+            first = rows[0]
+            stats = _stats(first)
+            summary = None
+            if first[10] is not None:
+                summary = Summary(
+                    first[10],
+                    stats.through_seq,
+                    stats.summary_version,
+                    stats.summary_tokens,
+                    first[11],
+                )
+            live = [
+                self._decoder.decode(session_id, r[12], r[13], r[14])
+                for r in rows
+                if r[12] is not None
+            ]
+            return Snapshot(stats, summary, live)
 
         return await self._tx(do, single=True)
 
@@ -464,7 +538,11 @@ class PostgresStore:
         return await self.messages(session_id, include_folded=False)
 
     async def messages(
-        self, session_id: str, *, include_folded: bool = True, after_seq: int = 0,
+        self,
+        session_id: str,
+        *,
+        include_folded: bool = True,
+        after_seq: int = 0,
         limit: int | None = None,
     ) -> list[StoredMessage]:
         async def do(conn: Conn) -> list[StoredMessage]:
@@ -476,8 +554,10 @@ class PostgresStore:
                 "ORDER BY m.seq LIMIT %s",
                 (session_id, after_seq, include_folded and self.retention == "archive", limit),
             )
-            return [self._decoder.decode(session_id, s, b, t, s <= th)
-                    for s, b, t, th in await cur.fetchall()]
+            return [
+                self._decoder.decode(session_id, s, b, t, s <= th)
+                for s, b, t, th in await cur.fetchall()
+            ]
 
         return await self._tx(do, single=True)
 
@@ -485,7 +565,8 @@ class PostgresStore:
         async def do(conn: Conn) -> Summary | None:
             cur = await conn.execute(
                 "SELECT summary_text, through_seq, summary_version, summary_tokens, "
-                "summary_updated_at FROM sessions WHERE session_id = %s", (session_id,),
+                "summary_updated_at FROM sessions WHERE session_id = %s",
+                (session_id,),
             )
             row = await cur.fetchone()
             if row is None or row[0] is None:

@@ -5,8 +5,14 @@ from __future__ import annotations
 
 from .rows import LEDGER_COLUMNS
 
-__all__ = ["COMMIT_FOLD", "LEDGER_INSERT", "LEDGER_SELECT", "MIGRATIONS", "SESSION_COLS",
-           "STARTED_AT"]
+__all__ = [
+    "COMMIT_FOLD",
+    "LEDGER_INSERT",
+    "LEDGER_SELECT",
+    "MIGRATIONS",
+    "SESSION_COLS",
+    "STARTED_AT",
+]
 
 _INITIAL = """
 CREATE TABLE sessions (
@@ -100,11 +106,25 @@ LEDGER_SELECT = ", ".join(("id", *LEDGER_COLUMNS))
 STARTED_AT = LEDGER_COLUMNS.index("started_at")
 # Explicit types, so parameters in INSERT … SELECT are never guessed as text.
 _LEDGER_TYPES = {
-    "session_id": "text", "outcome": "text", "reason": "text", "lo": "bigint", "hi": "bigint",
-    "messages_folded": "bigint", "tokens_folded": "bigint", "summary_tokens": "bigint",
-    "input_tokens": "bigint", "output_tokens": "bigint", "calls": "bigint", "model": "text",
-    "latency_ms": "double precision", "error_class": "text", "error": "text",
-    "started_at": "timestamptz", "key": "text", "owner": "text", "lease_token": "bigint",
+    "session_id": "text",
+    "outcome": "text",
+    "reason": "text",
+    "lo": "bigint",
+    "hi": "bigint",
+    "messages_folded": "bigint",
+    "tokens_folded": "bigint",
+    "summary_tokens": "bigint",
+    "input_tokens": "bigint",
+    "output_tokens": "bigint",
+    "calls": "bigint",
+    "model": "text",
+    "latency_ms": "double precision",
+    "error_class": "text",
+    "error": "text",
+    "started_at": "timestamptz",
+    "key": "text",
+    "owner": "text",
+    "lease_token": "bigint",
 }
 # The fold commit as one statement (see PostgresStore.commit_fold). With delete retention
 # folded rows go, except that a row with a client id stays as an empty tombstone so a
@@ -135,8 +155,8 @@ WITH span AS (
     WHERE %(delete)s AND m.session_id = upd.session_id
         AND m.seq BETWEEN %(lo)s AND %(hi)s AND m.client_id IS NOT NULL
 ), led AS (
-    INSERT INTO ledger ({', '.join(LEDGER_COLUMNS)})
-    SELECT {', '.join(f"%(l_{c})s::{_LEDGER_TYPES.get(c, 'text')}" for c in LEDGER_COLUMNS)}
+    INSERT INTO ledger ({", ".join(LEDGER_COLUMNS)})
+    SELECT {", ".join(f"%(l_{c})s::{_LEDGER_TYPES.get(c, 'text')}" for c in LEDGER_COLUMNS)}
     FROM upd
 )
 SELECT 1 FROM upd

@@ -13,9 +13,25 @@ from ..messages import Message, StoredMessage
 from .base import LedgerEntry
 
 LEDGER_COLUMNS = (
-    "session_id", "outcome", "reason", "lo", "hi", "messages_folded", "tokens_folded",
-    "summary_tokens", "input_tokens", "output_tokens", "calls", "model", "latency_ms",
-    "error_class", "error", "started_at", "key", "owner", "lease_token",
+    "session_id",
+    "outcome",
+    "reason",
+    "lo",
+    "hi",
+    "messages_folded",
+    "tokens_folded",
+    "summary_tokens",
+    "input_tokens",
+    "output_tokens",
+    "calls",
+    "model",
+    "latency_ms",
+    "error_class",
+    "error",
+    "started_at",
+    "key",
+    "owner",
+    "lease_token",
 )
 
 
@@ -79,6 +95,6 @@ def ledger_values(entry: LedgerEntry) -> tuple[Any, ...]:
 
 def ledger_from_row(row: tuple[Any, ...]) -> LedgerEntry:
     """``row`` is (id, *LEDGER_COLUMNS)."""
-    fields: dict[str, Any] = dict(zip(LEDGER_COLUMNS, row[1:]))
+    fields: dict[str, Any] = dict(zip(LEDGER_COLUMNS, row[1:], strict=True))
     fields["started_at"] = decode_time(fields["started_at"])
     return LedgerEntry(id=row[0], **fields)

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from ..errors import ConfigError, ConflictError, ContextFoldError, StorageError
 from ..messages import StoredMessage, check_sequence
@@ -33,6 +33,7 @@ from .base import (
     LedgerEntry,
     PreparedMessage,
     Retention,
+    Snapshot,
     Summary,
 )
 from .rows import (
@@ -44,91 +45,11 @@ from .rows import (
     ledger_from_row,
     ledger_values,
 )
+from .sqlite_schema import MIGRATIONS, SESSION_COLS, session_stats
 
 __all__ = ["MIGRATIONS", "SQLiteStore"]
 
 T = TypeVar("T")
-
-_INITIAL = """
-CREATE TABLE sessions (
-    session_id TEXT PRIMARY KEY,
-    last_seq INTEGER NOT NULL DEFAULT 0,
-    live_count INTEGER NOT NULL DEFAULT 0,
-    live_tokens INTEGER NOT NULL DEFAULT 0,
-    through_seq INTEGER NOT NULL DEFAULT 0,
-    summary_version INTEGER NOT NULL DEFAULT 0,
-    summary_text TEXT,
-    summary_tokens INTEGER NOT NULL DEFAULT 0,
-    summary_updated_at TEXT,
-    pending_calls TEXT NOT NULL DEFAULT '[]',
-    last_activity TEXT,
-    reported_input_tokens INTEGER,
-    created_at TEXT NOT NULL
-);
-CREATE INDEX sessions_activity ON sessions (last_activity);
-CREATE TABLE messages (
-    session_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    client_id TEXT,
-    role TEXT NOT NULL,
-    body TEXT NOT NULL,
-    tokens INTEGER NOT NULL,
-    created_at TEXT NOT NULL,
-    PRIMARY KEY (session_id, seq)
-) WITHOUT ROWID;
-CREATE UNIQUE INDEX messages_client_id ON messages (session_id, client_id)
-    WHERE client_id IS NOT NULL;
-CREATE TABLE ledger (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    session_id TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    reason TEXT NOT NULL DEFAULT '',
-    lo INTEGER NOT NULL DEFAULT 0,
-    hi INTEGER NOT NULL DEFAULT 0,
-    messages_folded INTEGER NOT NULL DEFAULT 0,
-    tokens_folded INTEGER NOT NULL DEFAULT 0,
-    summary_tokens INTEGER NOT NULL DEFAULT 0,
-    input_tokens INTEGER NOT NULL DEFAULT 0,
-    output_tokens INTEGER NOT NULL DEFAULT 0,
-    calls INTEGER NOT NULL DEFAULT 0,
-    model TEXT,
-    latency_ms REAL NOT NULL DEFAULT 0,
-    error_class TEXT,
-    error TEXT,
-    started_at TEXT,
-    key TEXT
-);
-CREATE INDEX ledger_session ON ledger (session_id, id);
-"""
-
-# Due and lease times are REAL unix seconds so they compare as numbers.
-_DUE_AND_LEASES = """
-ALTER TABLE sessions ADD COLUMN due_at REAL;
-ALTER TABLE sessions ADD COLUMN due_seq INTEGER NOT NULL DEFAULT -1;
-ALTER TABLE sessions ADD COLUMN lease_owner TEXT;
-ALTER TABLE sessions ADD COLUMN lease_expires REAL;
-ALTER TABLE sessions ADD COLUMN lease_token INTEGER NOT NULL DEFAULT 0;
-CREATE INDEX sessions_due ON sessions (due_at) WHERE due_at IS NOT NULL;
-ALTER TABLE ledger ADD COLUMN owner TEXT;
-ALTER TABLE ledger ADD COLUMN lease_token INTEGER;
-"""
-
-# Reversible redaction: placeholder -> value per session, apart from the summary.
-_PII_VAULT = """
-CREATE TABLE pii_vault (
-    session_id TEXT NOT NULL,
-    placeholder TEXT NOT NULL,
-    value TEXT NOT NULL,
-    PRIMARY KEY (session_id, placeholder)
-) WITHOUT ROWID;
-"""
-
-#: Ordered (version, name, SQL). Append new ones; never edit an applied migration.
-MIGRATIONS: list[tuple[int, str, str]] = [
-    (1, "initial schema", _INITIAL),
-    (2, "due sessions and leases", _DUE_AND_LEASES),
-    (3, "pii vault", _PII_VAULT),
-]
 
 
 def _epoch(value: datetime | None) -> float | None:
@@ -137,20 +58,6 @@ def _epoch(value: datetime | None) -> float | None:
 
 def _from_epoch(value: float) -> datetime:
     return datetime.fromtimestamp(value, timezone.utc)
-
-_SESSION_COLS = (
-    "session_id, last_seq, live_count, live_tokens, through_seq, summary_version, "
-    "summary_tokens, pending_calls, last_activity, reported_input_tokens"
-)
-
-
-def _stats(row: Sequence[Any]) -> SessionStats:
-    return SessionStats(
-        session_id=row[0], last_seq=row[1], live_count=row[2], live_tokens=row[3],
-        through_seq=row[4], summary_version=row[5], summary_tokens=row[6],
-        pending_calls=tuple(json.loads(row[7])), last_activity=decode_time(row[8]),
-        reported_input_tokens=row[9],
-    )
 
 
 class SQLiteStore:
@@ -192,7 +99,9 @@ class SQLiteStore:
             if self.path != ":memory:":
                 Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(
-                os.path.expanduser(self.path), isolation_level=None, check_same_thread=False,
+                os.path.expanduser(self.path),
+                isolation_level=None,
+                check_same_thread=False,
                 timeout=self.busy_timeout_ms / 1000,
             )
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
@@ -271,9 +180,9 @@ class SQLiteStore:
     ) -> AppendResult:
         def do(conn: sqlite3.Connection) -> AppendResult:
             row = conn.execute(
-                f"SELECT {_SESSION_COLS} FROM sessions WHERE session_id = ?", (session_id,)
+                f"SELECT {SESSION_COLS} FROM sessions WHERE session_id = ?", (session_id,)
             ).fetchone()
-            stats = _stats(row) if row else SessionStats(session_id=session_id)
+            stats = session_stats(row) if row else SessionStats(session_id=session_id)
             seqs: list[int] = []
             fresh: list[tuple[int, PreparedMessage]] = []
             known: dict[str, int] = {}
@@ -304,8 +213,15 @@ class SQLiteStore:
                 "INSERT INTO messages (session_id, seq, client_id, role, body, tokens, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (session_id, s, i.message.id, i.message.role, encode_message(i.message),
-                     i.tokens, stamp)
+                    (
+                        session_id,
+                        s,
+                        i.message.id,
+                        i.message.role,
+                        encode_message(i.message),
+                        i.tokens,
+                        stamp,
+                    )
                     for s, i in fresh
                 ],
             )
@@ -324,8 +240,12 @@ class SQLiteStore:
                     (seq, len(fresh), added, json.dumps(pending), stamp, session_id),
                 )
             new = replace(
-                stats, last_seq=seq, live_count=stats.live_count + len(fresh),
-                live_tokens=stats.live_tokens + added, pending_calls=pending, last_activity=now,
+                stats,
+                last_seq=seq,
+                live_count=stats.live_count + len(fresh),
+                live_tokens=stats.live_tokens + added,
+                pending_calls=pending,
+                last_activity=now,
             )
             return AppendResult(tuple(seqs), new, len(items) - len(fresh))
 
@@ -406,7 +326,9 @@ class SQLiteStore:
             (lease.session_id,),
         ).fetchone()
         return (
-            row is not None and row[0] == lease.owner and row[1] == lease.token
+            row is not None
+            and row[0] == lease.owner
+            and row[1] == lease.token
             and (not unexpired or row[2] > time.time())
         )
 
@@ -458,8 +380,8 @@ class SQLiteStore:
             if not self._holds(conn, lease, unexpired=False):
                 return False
             conn.execute(
-                "UPDATE sessions SET lease_owner = NULL, lease_expires = NULL "
-                "WHERE session_id = ?", (lease.session_id,),
+                "UPDATE sessions SET lease_owner = NULL, lease_expires = NULL WHERE session_id = ?",
+                (lease.session_id,),
             )
             self._mark(conn, lease.session_id, due_at, as_of_seq)
             return True
@@ -470,7 +392,8 @@ class SQLiteStore:
         def do(conn: sqlite3.Connection) -> list[tuple[str, datetime]]:
             rows = conn.execute(
                 "SELECT session_id, due_at FROM sessions WHERE due_at IS NOT NULL "
-                "ORDER BY due_at, session_id LIMIT ?", (-1 if limit is None else limit,),
+                "ORDER BY due_at, session_id LIMIT ?",
+                (-1 if limit is None else limit,),
             ).fetchall()
             return [(sid, _from_epoch(at)) for sid, at in rows]
 
@@ -480,10 +403,12 @@ class SQLiteStore:
         return await self._write(lambda conn: self._insert_ledger(conn, entry))
 
     async def record_usage(self, session_id: str, input_tokens: int) -> None:
-        await self._write(lambda conn: conn.execute(
-            "UPDATE sessions SET reported_input_tokens = ? WHERE session_id = ?",
-            (input_tokens, session_id),
-        ))
+        await self._write(
+            lambda conn: conn.execute(
+                "UPDATE sessions SET reported_input_tokens = ? WHERE session_id = ?",
+                (input_tokens, session_id),
+            )
+        )
 
     async def delete(self, session_id: str, *, if_last_seq: int | None = None) -> bool:
         def do(conn: sqlite3.Connection) -> bool:
@@ -499,34 +424,74 @@ class SQLiteStore:
         return await self._write(do)
 
     async def vault_get(self, session_id: str) -> dict[str, str]:
-        return await self._read(lambda conn: dict(conn.execute(
-            "SELECT placeholder, value FROM pii_vault WHERE session_id = ?", (session_id,)
-        ).fetchall()))
+        return await self._read(
+            lambda conn: dict(
+                conn.execute(
+                    "SELECT placeholder, value FROM pii_vault WHERE session_id = ?", (session_id,)
+                ).fetchall()
+            )
+        )
 
     async def vault_put(self, session_id: str, entries: Mapping[str, str]) -> None:
         if entries:
             rows = [(session_id, p, v) for p, v in entries.items()]
-            await self._write(lambda conn: conn.executemany(
-                "INSERT OR IGNORE INTO pii_vault (session_id, placeholder, value) VALUES (?, ?, ?)",
-                rows,
-            ))
+            await self._write(
+                lambda conn: conn.executemany(
+                    "INSERT OR IGNORE INTO pii_vault (session_id, placeholder, value) "
+                    "VALUES (?, ?, ?)",
+                    rows,
+                )
+            )
 
     # -- reads -----------------------------------------------------------------------------
 
     async def stats(self, session_id: str) -> SessionStats | None:
         def do(conn: sqlite3.Connection) -> SessionStats | None:
             row = conn.execute(
-                f"SELECT {_SESSION_COLS} FROM sessions WHERE session_id = ?", (session_id,)
+                f"SELECT {SESSION_COLS} FROM sessions WHERE session_id = ?", (session_id,)
             ).fetchone()
-            return _stats(row) if row else None
+            return session_stats(row) if row else None
 
         return await self._call(do)
+
+    async def snapshot(self, session_id: str) -> Snapshot | None:
+        def do(conn: sqlite3.Connection) -> Snapshot | None:
+            row = conn.execute(
+                f"SELECT {SESSION_COLS}, summary_text, summary_updated_at FROM sessions "
+                "WHERE session_id = ?",
+                (session_id,),
+            ).fetchone()
+            if row is None:
+                return None
+            stats = session_stats(row)
+            summary = None
+            if row[10] is not None:
+                summary = Summary(
+                    row[10],
+                    stats.through_seq,
+                    stats.summary_version,
+                    stats.summary_tokens,
+                    decode_time(row[11]),
+                )
+            rows = conn.execute(
+                "SELECT seq, body, tokens FROM messages WHERE session_id = ? AND seq > ? "
+                "ORDER BY seq",
+                (session_id, stats.through_seq),
+            ).fetchall()
+            live = [self._decoder.decode(session_id, s, b, t) for s, b, t in rows]
+            return Snapshot(stats, summary, live)
+
+        return await self._read(do)
 
     async def live(self, session_id: str) -> list[StoredMessage]:
         return await self.messages(session_id, include_folded=False)
 
     async def messages(
-        self, session_id: str, *, include_folded: bool = True, after_seq: int = 0,
+        self,
+        session_id: str,
+        *,
+        include_folded: bool = True,
+        after_seq: int = 0,
         limit: int | None = None,
     ) -> list[StoredMessage]:
         def do(conn: sqlite3.Connection) -> list[StoredMessage]:
@@ -551,7 +516,8 @@ class SQLiteStore:
         def do(conn: sqlite3.Connection) -> Summary | None:
             row = conn.execute(
                 "SELECT summary_text, through_seq, summary_version, summary_tokens, "
-                "summary_updated_at FROM sessions WHERE session_id = ?", (session_id,)
+                "summary_updated_at FROM sessions WHERE session_id = ?",
+                (session_id,),
             ).fetchone()
             if row is None or row[0] is None:
                 return None
@@ -568,7 +534,8 @@ class SQLiteStore:
         def do(conn: sqlite3.Connection) -> list[LedgerEntry]:
             if session_id is None:
                 rows = conn.execute(
-                    f"SELECT {cols} FROM ledger ORDER BY id DESC LIMIT ?", (lim,)).fetchall()
+                    f"SELECT {cols} FROM ledger ORDER BY id DESC LIMIT ?", (lim,)
+                ).fetchall()
             else:
                 rows = conn.execute(
                     f"SELECT {cols} FROM ledger WHERE session_id = ? ORDER BY id DESC LIMIT ?",
@@ -578,14 +545,16 @@ class SQLiteStore:
 
         return await self._call(do)
 
-    async def list_sessions(self, *, limit: int | None = 100, offset: int = 0) -> list[SessionStats]:
+    async def list_sessions(
+        self, *, limit: int | None = 100, offset: int = 0
+    ) -> list[SessionStats]:
         def do(conn: sqlite3.Connection) -> list[SessionStats]:
             rows = conn.execute(
-                f"SELECT {_SESSION_COLS} FROM sessions ORDER BY last_activity DESC, session_id DESC"
+                f"SELECT {SESSION_COLS} FROM sessions ORDER BY last_activity DESC, session_id DESC"
                 " LIMIT ? OFFSET ?",
                 (-1 if limit is None else limit, offset),
             ).fetchall()
-            return [_stats(r) for r in rows]
+            return [session_stats(r) for r in rows]
 
         return await self._call(do)
 

@@ -36,8 +36,13 @@ def _p(role: str, content: Any = "", **kw: Any) -> PreparedMessage:
 async def check_invariant(store: Store, session_id: str) -> None:
     """Live messages plus those covered by the summary are exactly 1..last_seq, once each."""
     stats = await store.stats(session_id)
+    snap = await store.snapshot(session_id)
     if stats is None:
+        assert snap is None
         return
+    assert snap is not None and snap.stats == stats
+    assert snap.summary == await store.summary(session_id)
+    assert snap.live == await store.live(session_id)
     live = [m.seq for m in await store.live(session_id)]
     assert live == list(range(stats.through_seq + 1, stats.last_seq + 1)), (live, stats)
     assert stats.live_count == len(live)

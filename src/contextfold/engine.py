@@ -1,0 +1,568 @@
+"""The engine, :class:`AsyncMemory`: add → (policy) → fold → commit; context(); fold_many().
+
+The synchronous :class:`~contextfold.memory.Memory` runs these very coroutines on a
+private event-loop thread, so there is one implementation of every step.
+
+A fold reads the session, asks the policy for a span, calls the summarizer with no
+transaction or lock held, validates the result, and commits summary + ledger row in one
+compare-and-set transaction. Any failure leaves the session as it was and is recorded in
+the ledger; the caller gets a :class:`FoldOutcome` (or the error, with ``raise_errors``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime, timezone
+from typing import Any, Literal, TypeVar
+
+from .context import Context, build_context, render_summary, summary_overhead
+from .errors import ConfigError, ConflictError, ContextFoldError, SummarizationError
+from .messages import DEFAULT_MAX_MESSAGE_CHARS, Message, StoredMessage, check_text, coerce_message
+from .outcomes import AddResult, BatchResult, FoldOutcome, FoldStatus, Usage
+from .policy import FoldPlan, Policy, SessionStats, TokenBudget, safe_cuts
+from .privacy import Redactor
+from .privacy.guard import PrivacyGuard, redact_log_text
+from .stores import open_store
+from .stores.base import (
+    FoldCommit,
+    Lease,
+    LedgerEntry,
+    PreparedMessage,
+    Snapshot,
+    Store,
+    Summary,
+)
+from .summarizers.base import Summarizer, SummaryRequest, check_summary
+from .tokens import TokenCounter, count_message, count_tools, get_counter
+
+__all__ = ["AsyncMemory", "MessageLike", "error_text", "utcnow"]
+
+log = logging.getLogger("contextfold")
+T = TypeVar("T")
+FoldMode = Literal["inline", "manual", "deferred"]
+MessageLike = Message | Mapping[str, Any]
+
+DEFAULT_SUMMARY_MAX_TOKENS = 1024
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _check_session_id(session_id: object) -> str:
+    if not isinstance(session_id, str) or not session_id.strip():
+        raise ConfigError(f"session_id must be a non-empty string, got {session_id!r:.60}")
+    return check_text(session_id, "session_id", 256)
+
+
+def error_text(exc: BaseException) -> str:
+    """A one-line description of an error for the ledger and logs (bounded length), with
+    personal data redacted: provider errors may quote the request."""
+    text = redact_log_text(" ".join(str(exc).split()))
+    return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
+
+
+class AsyncMemory:
+    """Bounded conversation memory, async.
+
+    ``store``: a Store, a URL (``sqlite:///path.db``, ``memory://``) or None for the
+    default SQLite file. ``summarizer``: default the offline ``ExtractiveSummarizer``.
+    ``policy``: default ``TokenBudget(4000)``. ``fold``: ``"inline"`` folds during
+    ``add`` when the policy fires; ``"manual"`` leaves it to ``fold``/``fold_many``;
+    ``"deferred"`` only marks the session due in the store, for workers
+    (:mod:`contextfold.worker`) to fold.
+    ``raise_errors``: raise ``SummarizationError``/``ConflictError`` instead of returning
+    a failed outcome.
+    PII (:mod:`contextfold.privacy`): ``redactor`` (default ``Redactor()``; ``False``
+    switches the optional points off) replaces personal data with placeholders stable per
+    session: in what the summarizer receives (``redact_summarizer_input``, default on for
+    summarizers that may send text to a provider), in the summary before it is stored
+    (``redact_summary``, default on), in messages before they are stored
+    (``redact_messages``, default off); ledger error text always. ``reversible=True`` keeps
+    placeholder → value in the store (deleted with the session) for :meth:`restore`.
+    """
+
+    def __init__(
+        self,
+        store: Store | str | None = None,
+        *,
+        summarizer: Summarizer | None = None,
+        policy: Policy | None = None,
+        tokenizer: TokenCounter | str | None = None,
+        system: str | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        fold: FoldMode = "inline",
+        summary_max_tokens: int | None = None,
+        max_message_chars: int = DEFAULT_MAX_MESSAGE_CHARS,
+        raise_errors: bool = False,
+        clock: Callable[[], datetime] = utcnow,
+        redactor: Redactor | bool | None = None,
+        redact_summarizer_input: bool | None = None,
+        redact_summary: bool = True,
+        redact_messages: bool = False,
+        reversible: bool = False,
+    ) -> None:
+        if fold not in ("inline", "manual", "deferred"):
+            raise ConfigError(f"fold must be 'inline', 'manual' or 'deferred', got {fold!r}")
+        if not isinstance(max_message_chars, int) or max_message_chars < 1:
+            raise ConfigError(
+                f"max_message_chars must be a positive int, got {max_message_chars!r}"
+            )
+        self.store: Store = open_store(store)
+        self.counter = get_counter(tokenizer)
+        self.policy: Policy = policy if policy is not None else TokenBudget(4000)
+        if summarizer is None:
+            from .summarizers.extractive import ExtractiveSummarizer
+
+            summarizer = ExtractiveSummarizer()
+        self.summarizer = summarizer
+        self.privacy = PrivacyGuard.configure(
+            redactor=redactor,
+            summarizer=summarizer,
+            store=self.store,
+            redact_summarizer_input=redact_summarizer_input,
+            redact_summary=redact_summary,
+            redact_messages=redact_messages,
+            reversible=reversible,
+        )
+        self.system = system
+        self.tools = list(tools) if tools else None
+        self.fold_mode: FoldMode = fold
+        cap = summary_max_tokens or getattr(self.policy, "summary_max_tokens", None)
+        self.summary_max_tokens: int = cap or DEFAULT_SUMMARY_MAX_TOKENS
+        self._summary_overhead = summary_overhead(self.counter)
+        if self.summary_max_tokens <= self._summary_overhead + 8:
+            raise ConfigError(f"summary_max_tokens {self.summary_max_tokens} is too small")
+        self.max_message_chars = max_message_chars
+        self.raise_errors = raise_errors
+        self.clock = clock
+        self._reserved = self._fixed_tokens(system, tools)
+        self._inflight: set[str] = set()
+        self._setup_done = False
+        self._setup_lock = asyncio.Lock()
+
+    def _fixed_tokens(self, system: str | None, tools: Sequence[Mapping[str, Any]] | None) -> int:
+        fixed = count_tools(self.counter, tools)
+        if system:
+            fixed += count_message(self.counter, Message(role="system", content=system))
+        return fixed
+
+    async def _ready(self) -> Store:
+        if not self._setup_done:
+            async with self._setup_lock:
+                if not self._setup_done:
+                    await self.store.setup()
+                    self._setup_done = True
+        return self.store
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def prepare(
+        self, messages: Iterable[MessageLike], session_id: str | None = None
+    ) -> list[PreparedMessage]:
+        """Validate, timestamp and count messages (no I/O). Raises ``ValidationError``.
+        With ``session_id`` and ``redact_messages``, personal data is redacted first."""
+        now = self.clock()
+        out: list[PreparedMessage] = []
+        for raw in messages:
+            msg = coerce_message(raw)
+            if session_id is not None and self.privacy.messages:
+                msg = self.privacy.message(msg, session_id)
+            check_text(msg.text, f"{msg.role} message content", self.max_message_chars)
+            if msg.timestamp is None:
+                msg = replace(msg, timestamp=now)
+            out.append(PreparedMessage(msg, count_message(self.counter, msg)))
+        return out
+
+    async def add(self, session_id: str, *messages: MessageLike) -> AddResult:
+        """Append messages (atomically, all or none); fold inline if the policy says so."""
+        sid = _check_session_id(session_id)
+        if self.privacy.messages and self.privacy.vault is not None:
+            await self._ready()
+            await self.privacy.begin(sid)
+        items = self.prepare(messages, sid)
+        if not items:
+            return AddResult(())
+        store = await self._ready()
+        await self.privacy.end(sid)  # reversible mode: mapping before the messages using it
+        result = await store.append(sid, items, self.clock())
+        outcome = None
+        if self.fold_mode == "inline" and self._wants_fold(result.stats):
+            outcome = await self.fold(sid)
+        elif self.fold_mode == "deferred":
+            due = self.due_at(result.stats)
+            if due is not None:
+                await store.mark_due(sid, due, as_of_seq=result.stats.last_seq)
+        return AddResult(result.seqs, outcome, result.duplicates)
+
+    async def record_usage(self, session_id: str, input_tokens: int) -> FoldOutcome | None:
+        """Record the provider-reported input tokens of the last model call (for
+        ``ReportedUsage``); folds inline if that makes the policy fire."""
+        sid = _check_session_id(session_id)
+        if isinstance(input_tokens, bool) or not isinstance(input_tokens, int) or input_tokens < 0:
+            raise ConfigError(f"input_tokens must be a non-negative int, got {input_tokens!r}")
+        store = await self._ready()
+        await store.record_usage(sid, input_tokens)
+        stats = await store.stats(sid)
+        if self.fold_mode == "inline" and stats is not None and self._wants_fold(stats):
+            return await self.fold(sid)
+        if self.fold_mode == "deferred" and stats is not None and self._wants_fold(stats):
+            await store.mark_due(sid, self.clock(), as_of_seq=stats.last_seq)
+        return None
+
+    def _with_reserved(self, stats: SessionStats) -> SessionStats:
+        return replace(stats, reserved_tokens=self._reserved)
+
+    def _wants_fold(self, stats: SessionStats) -> bool:
+        return self.policy.triggered(self._with_reserved(stats), self.clock())
+
+    def due_at(self, stats: SessionStats) -> datetime | None:
+        """When the policy next wants to fold this session: now if it fires, else its
+        ``due_at(stats)`` (idle timeouts) if it has one, else None."""
+        if self._wants_fold(stats):
+            return self.clock()
+        due_at = getattr(self.policy, "due_at", None)
+        return due_at(self._with_reserved(stats)) if callable(due_at) else None
+
+    # -- folding ---------------------------------------------------------------------------
+
+    async def fold(
+        self,
+        session_id: str,
+        *,
+        force: bool = False,
+        key: str | None = None,
+        lease: Lease | None = None,
+    ) -> FoldOutcome:
+        """Fold now if the policy says so (``force=True``: fold every live message up to
+        the last safe cut). Returns a typed outcome; raises only with ``raise_errors``.
+        ``lease`` (from ``store.claim_due``) fences the commit and is named in the ledger."""
+        sid = _check_session_id(session_id)
+        if sid in self._inflight:
+            return FoldOutcome(sid, "skipped", "a fold of this session is already running")
+        self._inflight.add(sid)
+        try:
+            return await self._fold(sid, force, key, lease)
+        finally:
+            self._inflight.discard(sid)
+
+    async def _plan(self, store: Store, sid: str, force: bool) -> tuple[Snapshot, FoldPlan] | None:
+        snap = await store.snapshot(sid)
+        if snap is None:
+            return None
+        stats = self._with_reserved(snap.stats)
+        now = self.clock()
+        if not force and not self.policy.triggered(stats, now):
+            return None
+        live = snap.live
+        plan: FoldPlan | None
+        if force:
+            cuts = safe_cuts(live)
+            plan = FoldPlan(live[0].seq, live[cuts[-1] - 1].seq, "forced") if cuts[-1] else None
+        else:
+            plan = self.policy.plan(stats, live, now)
+        return (snap, plan) if plan is not None else None
+
+    async def _fold(
+        self, sid: str, force: bool, key: str | None, lease: Lease | None
+    ) -> FoldOutcome:
+        store = await self._ready()
+        planned = await self._plan(store, sid, force)
+        if planned is None:
+            return FoldOutcome(sid, "skipped", "policy did not fire")
+        snap, plan = planned
+        stats, live, previous = snap.stats, snap.live, snap.summary
+        if plan.action == "clear":
+            cleared = await store.delete(sid, if_last_seq=stats.last_seq)
+            if cleared:
+                self.privacy.forget(sid)
+            status: FoldStatus = "cleared" if cleared else "skipped"
+            log.info("session %s %s after idle", sid, status)
+            return FoldOutcome(sid, status, plan.reason)
+        span = [m for m in live if plan.lo <= m.seq <= plan.hi]
+        base = LedgerEntry(
+            session_id=sid,
+            outcome="failed",
+            reason=plan.reason,
+            lo=plan.lo,
+            hi=plan.hi,
+            messages_folded=len(span),
+            tokens_folded=sum(m.tokens for m in span),
+            model=self.summarizer.name,
+            started_at=self.clock(),
+            key=key,
+            owner=lease.owner if lease else None,
+            lease_token=lease.token if lease else None,
+        )
+        privacy = self.privacy
+        previous_text = previous.text if previous else ""
+        if privacy.summarizer_input or privacy.summary:
+            await privacy.begin(sid)
+        if privacy.summarizer_input:
+            span = [privacy.stored(m, sid, self.counter) for m in span]
+            previous_text = privacy.text(previous_text, sid)
+        request = SummaryRequest(
+            session_id=sid,
+            previous=previous_text,
+            messages=span,
+            max_tokens=self.summary_max_tokens - self._summary_overhead,
+            counter=self.counter,
+            reason=plan.reason,
+        )
+        started = time.perf_counter()
+        try:
+            result = check_summary(await self.summarizer.summarize(request), request)
+            if privacy.summary:
+                redacted = replace(result, text=privacy.text(result.text, sid))
+                result = check_summary(redacted, request)
+        except asyncio.CancelledError:
+            await self._cancelled(store, base, started)
+            raise
+        except Exception as exc:
+            err = (
+                exc if isinstance(exc, SummarizationError) else SummarizationError(error_text(exc))
+            )
+            if err is not exc:
+                err.__cause__ = exc
+            return await self._failed(store, base, started, err)
+        tokens = count_message(self.counter, render_summary(result.text))
+        entry = replace(
+            base,
+            outcome="committed",
+            summary_tokens=tokens,
+            input_tokens=result.input_tokens,
+            output_tokens=result.output_tokens,
+            calls=result.calls,
+            model=result.model or self.summarizer.name,
+            latency_ms=(time.perf_counter() - started) * 1000,
+        )
+        commit = FoldCommit(
+            sid, stats.summary_version, plan.lo, plan.hi, result.text, tokens, lease
+        )
+        try:
+            await privacy.end(sid)  # the mapping is written before any text that uses it
+            summary = await store.commit_fold(commit, entry)
+        except ConflictError as exc:
+            return await self._failed(store, entry, started, exc, "conflict")
+        except ContextFoldError as exc:
+            return await self._failed(store, entry, started, exc)
+        log.info(
+            "folded session %s: seq %d..%d (%d messages, %d tokens) in %.0f ms",
+            sid,
+            plan.lo,
+            plan.hi,
+            len(span),
+            entry.tokens_folded,
+            entry.latency_ms,
+        )
+        return FoldOutcome(
+            sid,
+            "committed",
+            plan.reason,
+            plan.lo,
+            plan.hi,
+            len(span),
+            entry.tokens_folded,
+            summary,
+            None,
+            result.input_tokens,
+            result.output_tokens,
+            result.calls,
+            entry.latency_ms,
+            tuple(m.message.id for m in span if m.message.id),
+        )
+
+    async def _cancelled(self, store: Store, entry: LedgerEntry, started: float) -> None:
+        """A fold cancelled before its commit wrote nothing; its attempt still gets its
+        ledger row (best effort, shielded from a second cancellation)."""
+        entry = replace(
+            entry,
+            outcome="cancelled",
+            error_class="CancelledError",
+            latency_ms=(time.perf_counter() - started) * 1000,
+        )
+        try:
+            await asyncio.shield(store.record_attempt(entry))
+        except (ContextFoldError, asyncio.CancelledError):
+            log.warning("could not record the cancelled fold of %s", entry.session_id)
+
+    async def _failed(
+        self,
+        store: Store,
+        entry: LedgerEntry,
+        started: float,
+        exc: ContextFoldError,
+        outcome: Literal["failed", "conflict"] = "failed",
+    ) -> FoldOutcome:
+        if isinstance(exc, SummarizationError):
+            entry = replace(
+                entry,
+                calls=1 if exc.calls is None else exc.calls,
+                input_tokens=exc.input_tokens,
+                output_tokens=exc.output_tokens,
+            )
+        entry = replace(
+            entry,
+            outcome=outcome,
+            error_class=type(exc.__cause__ or exc).__name__,
+            error=error_text(exc),
+            latency_ms=(time.perf_counter() - started) * 1000,
+        )
+        try:
+            await store.record_attempt(entry)
+        except ContextFoldError as rec_exc:
+            log.warning(
+                "could not record the failed fold of %s: %s",
+                entry.session_id,
+                type(rec_exc).__name__,
+            )
+        log.warning("fold of session %s %s: %s", entry.session_id, outcome, entry.error_class)
+        if self.raise_errors:
+            raise exc
+        return FoldOutcome(
+            entry.session_id,
+            outcome,
+            entry.reason,
+            entry.lo,
+            entry.hi,
+            0,
+            0,
+            None,
+            exc,
+            entry.input_tokens,
+            entry.output_tokens,
+            entry.calls,
+            entry.latency_ms,
+        )
+
+    async def fold_many(
+        self,
+        session_ids: Iterable[str],
+        *,
+        concurrency: int = 8,
+        force: bool = False,
+        key: Callable[[str], str] | None = None,
+    ) -> BatchResult:
+        """Fold many sessions with at most ``concurrency`` folds in flight. One session's
+        failure never affects another's; each gets its own outcome."""
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise ConfigError(f"concurrency must be an int >= 1, got {concurrency!r}")
+        sids = list(dict.fromkeys(_check_session_id(s) for s in session_ids))
+        gate = asyncio.Semaphore(concurrency)
+        started = time.perf_counter()
+
+        async def one(sid: str) -> FoldOutcome:
+            async with gate:
+                try:
+                    return await self.fold(sid, force=force, key=key(sid) if key else None)
+                except ContextFoldError as exc:  # raise_errors: keep the batch going
+                    return FoldOutcome(sid, "failed", str(exc), error=exc)
+
+        outcomes = await asyncio.gather(*(one(s) for s in sids))
+        by_sid = dict(zip(sids, outcomes, strict=True))
+        return BatchResult(
+            outcomes=by_sid,
+            requests=sum(o.calls for o in outcomes),
+            input_tokens=sum(o.input_tokens for o in outcomes),
+            output_tokens=sum(o.output_tokens for o in outcomes),
+            elapsed_s=time.perf_counter() - started,
+        )
+
+    # -- reading ---------------------------------------------------------------------------
+
+    async def context(
+        self,
+        session_id: str,
+        *,
+        system: str | None = None,
+        max_tokens: int | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> Context:
+        """The provider-ready context, never over ``max_tokens`` (default: the policy's
+        budget when it has one). ``system``/``tools`` default to the Memory's."""
+        sid = _check_session_id(session_id)
+        budget = max_tokens if max_tokens is not None else getattr(self.policy, "max_tokens", None)
+        if budget is not None and (
+            isinstance(budget, bool) or not isinstance(budget, int) or budget < 1
+        ):
+            raise ConfigError(f"max_tokens must be a positive int, got {budget!r}")
+        snap = await (await self._ready()).snapshot(sid)
+        summary = snap.summary if snap else None
+        return build_context(
+            counter=self.counter,
+            live=snap.live if snap else [],
+            summary_text=summary.text if summary else None,
+            summary_tokens=summary.tokens if summary else 0,
+            system=system if system is not None else self.system,
+            budget=budget,
+            reserved_tokens=count_tools(self.counter, tools if tools is not None else self.tools),
+        )
+
+    async def summary(self, session_id: str) -> Summary | None:
+        return await (await self._ready()).summary(_check_session_id(session_id))
+
+    async def messages(
+        self, session_id: str, *, include_folded: bool = True
+    ) -> list[StoredMessage]:
+        return await (await self._ready()).messages(
+            _check_session_id(session_id), include_folded=include_folded
+        )
+
+    async def stats(self, session_id: str) -> SessionStats | None:
+        return await (await self._ready()).stats(_check_session_id(session_id))
+
+    async def sessions(self, *, limit: int | None = 100, offset: int = 0) -> list[SessionStats]:
+        return await (await self._ready()).list_sessions(limit=limit, offset=offset)
+
+    async def ledger(
+        self, session_id: str | None = None, *, limit: int | None = 100
+    ) -> list[LedgerEntry]:
+        sid = None if session_id is None else _check_session_id(session_id)
+        return await (await self._ready()).ledger(sid, limit=limit)
+
+    async def usage(self, session_id: str | None = None) -> Usage:
+        """Summarizer usage totals (all sessions when ``session_id`` is None)."""
+        rows = await self.ledger(session_id, limit=None)
+        by_model: dict[str, int] = {}
+        for r in rows:
+            by_model[r.model or "?"] = (
+                by_model.get(r.model or "?", 0) + r.input_tokens + r.output_tokens
+            )
+        done = [r for r in rows if r.outcome == "committed"]
+        return Usage(
+            folds=len(done),
+            failed=len(rows) - len(done),
+            calls=sum(r.calls for r in rows),
+            input_tokens=sum(r.input_tokens for r in rows),
+            output_tokens=sum(r.output_tokens for r in rows),
+            messages_folded=sum(r.messages_folded for r in done),
+            tokens_folded=sum(r.tokens_folded for r in done),
+            by_model=by_model,
+        )
+
+    async def delete(self, session_id: str) -> bool:
+        """Delete a session: messages, summary, ledger rows and its PII vault."""
+        sid = _check_session_id(session_id)
+        deleted = await (await self._ready()).delete(sid)
+        self.privacy.forget(sid)
+        return deleted
+
+    async def restore(self, session_id: str, text: str) -> str:
+        """``text`` (a summary, a message) with this session's placeholders replaced by the
+        original values; needs ``reversible=True``. Unknown placeholders are kept."""
+        sid = _check_session_id(session_id)
+        await self._ready()
+        return await self.privacy.restore(sid, text)
+
+    async def close(self) -> None:
+        await self.store.close()
+
+    async def __aenter__(self) -> AsyncMemory:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

@@ -1,0 +1,114 @@
+"""The SQLite schema: numbered migrations and how a sessions row becomes stats."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from ..policy import SessionStats
+from .rows import decode_time
+
+__all__ = ["MIGRATIONS", "SESSION_COLS", "session_stats"]
+
+_INITIAL = """
+CREATE TABLE sessions (
+    session_id TEXT PRIMARY KEY,
+    last_seq INTEGER NOT NULL DEFAULT 0,
+    live_count INTEGER NOT NULL DEFAULT 0,
+    live_tokens INTEGER NOT NULL DEFAULT 0,
+    through_seq INTEGER NOT NULL DEFAULT 0,
+    summary_version INTEGER NOT NULL DEFAULT 0,
+    summary_text TEXT,
+    summary_tokens INTEGER NOT NULL DEFAULT 0,
+    summary_updated_at TEXT,
+    pending_calls TEXT NOT NULL DEFAULT '[]',
+    last_activity TEXT,
+    reported_input_tokens INTEGER,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX sessions_activity ON sessions (last_activity);
+CREATE TABLE messages (
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    client_id TEXT,
+    role TEXT NOT NULL,
+    body TEXT NOT NULL,
+    tokens INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX messages_client_id ON messages (session_id, client_id)
+    WHERE client_id IS NOT NULL;
+CREATE TABLE ledger (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    reason TEXT NOT NULL DEFAULT '',
+    lo INTEGER NOT NULL DEFAULT 0,
+    hi INTEGER NOT NULL DEFAULT 0,
+    messages_folded INTEGER NOT NULL DEFAULT 0,
+    tokens_folded INTEGER NOT NULL DEFAULT 0,
+    summary_tokens INTEGER NOT NULL DEFAULT 0,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    calls INTEGER NOT NULL DEFAULT 0,
+    model TEXT,
+    latency_ms REAL NOT NULL DEFAULT 0,
+    error_class TEXT,
+    error TEXT,
+    started_at TEXT,
+    key TEXT
+);
+CREATE INDEX ledger_session ON ledger (session_id, id);
+"""
+
+# Due and lease times are REAL unix seconds so they compare as numbers.
+_DUE_AND_LEASES = """
+ALTER TABLE sessions ADD COLUMN due_at REAL;
+ALTER TABLE sessions ADD COLUMN due_seq INTEGER NOT NULL DEFAULT -1;
+ALTER TABLE sessions ADD COLUMN lease_owner TEXT;
+ALTER TABLE sessions ADD COLUMN lease_expires REAL;
+ALTER TABLE sessions ADD COLUMN lease_token INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX sessions_due ON sessions (due_at) WHERE due_at IS NOT NULL;
+ALTER TABLE ledger ADD COLUMN owner TEXT;
+ALTER TABLE ledger ADD COLUMN lease_token INTEGER;
+"""
+
+# Reversible redaction: placeholder -> value per session, apart from the summary.
+_PII_VAULT = """
+CREATE TABLE pii_vault (
+    session_id TEXT NOT NULL,
+    placeholder TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (session_id, placeholder)
+) WITHOUT ROWID;
+"""
+
+#: Ordered (version, name, SQL). Append new ones; never edit an applied migration.
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (1, "initial schema", _INITIAL),
+    (2, "due sessions and leases", _DUE_AND_LEASES),
+    (3, "pii vault", _PII_VAULT),
+]
+
+
+SESSION_COLS = (
+    "session_id, last_seq, live_count, live_tokens, through_seq, summary_version, "
+    "summary_tokens, pending_calls, last_activity, reported_input_tokens"
+)
+
+
+def session_stats(row: Sequence[Any]) -> SessionStats:
+    return SessionStats(
+        session_id=row[0],
+        last_seq=row[1],
+        live_count=row[2],
+        live_tokens=row[3],
+        through_seq=row[4],
+        summary_version=row[5],
+        summary_tokens=row[6],
+        pending_calls=tuple(json.loads(row[7])),
+        last_activity=decode_time(row[8]),
+        reported_input_tokens=row[9],
+    )
