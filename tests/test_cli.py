@@ -129,3 +129,43 @@ def test_bad_transcript_line_is_a_clear_error(tmp_path: Path) -> None:
 def test_show_unknown_session(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["show", "nobody", "--db", str(tmp_path / "x.db")])
     assert result.exit_code == 2 and "no session 'nobody'" in result.output
+
+
+def test_store_urls_work_wherever_db_does(transcript: Path, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'u.db'}"
+    code, _ = run(
+        "replay",
+        str(transcript),
+        "--max-tokens",
+        "800",
+        "--store",
+        url,
+        "--session",
+        "viaurl",
+        "--output",
+        "stats",
+    )
+    assert code == 0
+    code, out = run("sessions", "--db", url, "--json")
+    assert [s["session"] for s in json.loads(out)] == ["viaurl"]
+
+
+def test_worker_takes_agent_settings(tmp_path: Path) -> None:
+    settings = tmp_path / "agent.yaml"
+    settings.write_text("context_limit_tokens: 500\ntimeout_summarize_seconds: 60\n")
+    code, out = run(
+        "worker",
+        "--store",
+        f"sqlite:///{tmp_path / 'w.db'}",
+        "--once",
+        "--settings",
+        str(settings),
+        "--json",
+    )
+    assert code == 0 and json.loads(out)["claimed"] == 0
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("context_limit_tokens: lots\n")
+    result = CliRunner().invoke(
+        cli, ["worker", "--once", "--settings", str(bad), "--db", str(tmp_path / "w.db")]
+    )
+    assert result.exit_code == 2 and "context_limit_tokens" in result.output

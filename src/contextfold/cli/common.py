@@ -40,7 +40,9 @@ register_summarizer("extractive", _extractive)
 def model_option(fn: F) -> F:
     """``--model PROVIDER:MODEL``: an LLM writes the summaries (overrides --summarizer)."""
     return click.option(
-        "--model", default=None, metavar="PROVIDER:MODEL",
+        "--model",
+        default=None,
+        metavar="PROVIDER:MODEL",
         help="Summarize with a chat model instead of --summarizer: openai:gpt-4o-mini, "
         "anthropic:claude-haiku-4-5, gemini:gemini-2.5-flash, ollama:llama3.2 or "
         "openai-compatible:MODEL@URL (keys from OPENAI_API_KEY, ANTHROPIC_API_KEY, "
@@ -58,20 +60,28 @@ def make_summarizer(name: str, model: str | None) -> Any:
 
 
 def db_option(fn: F) -> F:
-    """``--db PATH``: the SQLite file (default ``$CONTEXTFOLD_HOME/contextfold.db``)."""
+    """``--db PATH`` (or ``--store URL``): where sessions live. A plain path is a SQLite
+    file; a URL may name any store (``postgresql://…``, ``sqlite:///…``, ``memory://``)."""
     return click.option(
-        "--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=None,
-        help="SQLite file to use (default: $CONTEXTFOLD_HOME/contextfold.db, "
+        "--db",
+        "--store",
+        "db",
+        default=None,
+        metavar="PATH|URL",
+        help="SQLite file or store URL (default: $CONTEXTFOLD_HOME/contextfold.db, "
         "else ~/.contextfold/contextfold.db).",
     )(fn)
 
 
-def store_url(db: Path | None) -> str:
-    path = db if db is not None else default_db_path()
+def store_url(db: str | Path | None) -> str:
+    """The store URL for a ``--db`` value: URLs pass through, paths become sqlite URLs."""
+    if isinstance(db, str) and "://" in db:
+        return db
+    path = Path(db) if db is not None else default_db_path()
     return f"sqlite:///{path.expanduser().resolve()}"
 
 
-def open_memory(db: Path | None, **options: Any) -> Memory:
+def open_memory(db: str | Path | None, **options: Any) -> Memory:
     return Memory(store_url(db), **options)
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 from rich.table import Table
 
@@ -33,28 +31,36 @@ def truncation_view(messages: list[StoredMessage], budget: int) -> str:
 
 
 @click.command()
-@click.option("--max-tokens", type=click.IntRange(min=256), default=2000, show_default=True,
-              help="Token budget of the context.")
-@click.option("--summarizer", type=click.Choice(sorted(SUMMARIZERS)), default="extractive",
-              show_default=True)
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(min=256),
+    default=2000,
+    show_default=True,
+    help="Token budget of the context.",
+)
+@click.option(
+    "--summarizer", type=click.Choice(sorted(SUMMARIZERS)), default="extractive", show_default=True
+)
 @model_option
 @click.option("--quiet", is_flag=True, help="Only the final table.")
 @db_option
 @guard
-def demo(max_tokens: int, summarizer: str, model: str | None, quiet: bool,
-         db: Path | None) -> None:
+def demo(max_tokens: int, summarizer: str, model: str | None, quiet: bool, db: str | None) -> None:
     """Replay a bundled synthetic conversation (a few hundred turns with planted facts)
     through a SQLite memory, show each fold, the final context, and which planted facts
     survived — next to what plain truncation to the same budget keeps."""
     from ..demo import demo_conversation, planted_facts
 
     messages = demo_conversation()
-    with open_memory(db, summarizer=make_summarizer(summarizer, model),
-                     policy=TokenBudget(max_tokens)) as memory:
+    with open_memory(
+        db, summarizer=make_summarizer(summarizer, model), policy=TokenBudget(max_tokens)
+    ) as memory:
         memory.delete(DEMO_SESSION)
-        console.print(f"[bold]contextfold demo[/]: {len(messages)} messages, budget "
-                      f"{max_tokens} tokens, {model or summarizer} summarizer, "
-                      f"store {memory.store!r}")
+        console.print(
+            f"[bold]contextfold demo[/]: {len(messages)} messages, budget "
+            f"{max_tokens} tokens, {model or summarizer} summarizer, "
+            f"store {memory.store!r}"
+        )
         n = 0
         for message in messages:
             outcome = memory.add(DEMO_SESSION, message).fold
@@ -84,8 +90,12 @@ def demo(max_tokens: int, summarizer: str, model: str | None, quiet: bool,
         hit, hit_trunc = needle.lower() in context_text, needle.lower() in truncated
         kept += hit
         kept_trunc += hit_trunc
-        table.add_row(fact, needle, "[green]kept[/]" if hit else "[red]lost[/]",
-                      "[green]kept[/]" if hit_trunc else "[red]lost[/]")
+        table.add_row(
+            fact,
+            needle,
+            "[green]kept[/]" if hit else "[red]lost[/]",
+            "[green]kept[/]" if hit_trunc else "[red]lost[/]",
+        )
     console.rule("planted facts")
     console.print(table)
     console.print(
@@ -93,8 +103,9 @@ def demo(max_tokens: int, summarizer: str, model: str | None, quiet: bool,
         f"(budget {max_tokens}) built from {counter_total} tokens of conversation; plain "
         f"truncation keeps [bold]{kept_trunc}/{len(facts)}[/]."
     )
-    console.print(f"[dim]Look again: contextfold show {DEMO_SESSION}"
-                  f"{'' if db is None else f' --db {db}'}[/]")
+    console.print(
+        f"[dim]Look again: contextfold show {DEMO_SESSION}{'' if db is None else f' --db {db}'}[/]"
+    )
 
 
 COMMANDS = [demo]

@@ -16,8 +16,11 @@ from .render import message_line
 
 def _session_row(s: SessionStats) -> dict[str, Any]:
     return {
-        "session": s.session_id, "messages": s.last_seq, "live": s.live_count,
-        "live_tokens": s.live_tokens, "folded_through": s.through_seq,
+        "session": s.session_id,
+        "messages": s.last_seq,
+        "live": s.live_count,
+        "live_tokens": s.live_tokens,
+        "folded_through": s.through_seq,
         "summary_version": s.summary_version,
         "last_activity": s.last_activity.isoformat() if s.last_activity else None,
     }
@@ -28,7 +31,7 @@ def _session_row(s: SessionStats) -> dict[str, Any]:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @db_option
 @guard
-def sessions(limit: int, as_json: bool, db: Path | None) -> None:
+def sessions(limit: int, as_json: bool, db: str | None) -> None:
     """List sessions, most recently active first."""
     with open_memory(db) as memory:
         rows = [_session_row(s) for s in memory.sessions(limit=limit)]
@@ -37,8 +40,14 @@ def sessions(limit: int, as_json: bool, db: Path | None) -> None:
         return
     table = Table("session", "messages", "live", "live tokens", "folded through", "last activity")
     for r in rows:
-        table.add_row(r["session"], str(r["messages"]), str(r["live"]), str(r["live_tokens"]),
-                      str(r["folded_through"]), r["last_activity"] or "")
+        table.add_row(
+            r["session"],
+            str(r["messages"]),
+            str(r["live"]),
+            str(r["live_tokens"]),
+            str(r["folded_through"]),
+            r["last_activity"] or "",
+        )
     console.print(table if rows else "[dim]no sessions yet — try `contextfold demo`[/]")
 
 
@@ -48,7 +57,7 @@ def sessions(limit: int, as_json: bool, db: Path | None) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @db_option
 @guard
-def show(session_id: str, show_all: bool, as_json: bool, db: Path | None) -> None:
+def show(session_id: str, show_all: bool, as_json: bool, db: str | None) -> None:
     """Show a session: its summary and its live messages."""
     with open_memory(db) as memory:
         stats = memory.stats(session_id)
@@ -57,16 +66,22 @@ def show(session_id: str, show_all: bool, as_json: bool, db: Path | None) -> Non
         summary = memory.summary(session_id)
         messages = memory.messages(session_id, include_folded=show_all)
     if as_json:
-        emit_json({
-            **_session_row(stats),  # type: ignore[arg-type]
-            "summary": summary.text if summary else None,
-            "messages": [{"seq": m.seq, "folded": m.folded, "tokens": m.tokens,
-                          **m.message.to_dict()} for m in messages],
-        })
+        emit_json(
+            {
+                **_session_row(stats),  # type: ignore[arg-type]
+                "summary": summary.text if summary else None,
+                "messages": [
+                    {"seq": m.seq, "folded": m.folded, "tokens": m.tokens, **m.message.to_dict()}
+                    for m in messages
+                ],
+            }
+        )
         return
     if summary:
-        console.print(f"[magenta]summary[/] (v{summary.version}, through seq "
-                      f"{summary.through_seq}, {summary.tokens} tokens)")
+        console.print(
+            f"[magenta]summary[/] (v{summary.version}, through seq "
+            f"{summary.through_seq}, {summary.tokens} tokens)"
+        )
         console.print(summary.text)
         console.print()
     for m in messages:
@@ -79,11 +94,16 @@ def show(session_id: str, show_all: bool, as_json: bool, db: Path | None) -> Non
 @click.command()
 @click.argument("session_id", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("--ledger", "show_ledger", type=click.IntRange(min=0), default=0,
-              help="Also list the last N ledger rows.")
+@click.option(
+    "--ledger",
+    "show_ledger",
+    type=click.IntRange(min=0),
+    default=0,
+    help="Also list the last N ledger rows.",
+)
 @db_option
 @guard
-def stats(session_id: str | None, as_json: bool, show_ledger: int, db: Path | None) -> None:
+def stats(session_id: str | None, as_json: bool, show_ledger: int, db: str | None) -> None:
     """Fold ledger totals: folds, failures, summarizer tokens (one session or all)."""
     with open_memory(db) as memory:
         usage = memory.usage(session_id)
@@ -91,37 +111,80 @@ def stats(session_id: str | None, as_json: bool, show_ledger: int, db: Path | No
     if as_json:
         emit_json({"usage": asdict(usage), "ledger": [asdict(r) for r in rows]})
         return
-    table = Table("folds", "failed", "calls", "input tokens", "output tokens",
-                  "messages folded", "tokens folded")
-    table.add_row(*(str(v) for v in (usage.folds, usage.failed, usage.calls, usage.input_tokens,
-                                      usage.output_tokens, usage.messages_folded,
-                                      usage.tokens_folded)))
+    table = Table(
+        "folds",
+        "failed",
+        "calls",
+        "input tokens",
+        "output tokens",
+        "messages folded",
+        "tokens folded",
+    )
+    table.add_row(
+        *(
+            str(v)
+            for v in (
+                usage.folds,
+                usage.failed,
+                usage.calls,
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.messages_folded,
+                usage.tokens_folded,
+            )
+        )
+    )
     console.print(table)
     if rows:
         ledger = Table("id", "session", "outcome", "seqs", "tokens", "model", "ms", "error")
         for r in rows:
-            ledger.add_row(str(r.id), r.session_id, r.outcome, f"{r.lo}..{r.hi}",
-                           str(r.tokens_folded), r.model or "", f"{r.latency_ms:.0f}",
-                           r.error_class or "")
+            ledger.add_row(
+                str(r.id),
+                r.session_id,
+                r.outcome,
+                f"{r.lo}..{r.hi}",
+                str(r.tokens_folded),
+                r.model or "",
+                f"{r.latency_ms:.0f}",
+                r.error_class or "",
+            )
         console.print(ledger)
 
 
 @click.command()
 @click.argument("session_ids", nargs=-1)
 @click.option("--force", is_flag=True, help="Fold every live message (up to the last safe cut).")
-@click.option("--due", is_flag=True,
-              help="Fold (or clear) every session whose due time has come, like one pass of a "
-              "worker; use the same --settings as the app that marked them.")
-@click.option("--settings", "settings_path", default=None,
-              type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Agent settings YAML (context limit, idle fold/clear timeouts) for the policy.")
-@click.option("--max-tokens", type=click.IntRange(min=64), default=None,
-              help="Budget for the default TokenBudget policy.")
+@click.option(
+    "--due",
+    is_flag=True,
+    help="Fold (or clear) every session whose due time has come, like one pass of a "
+    "worker; use the same --settings as the app that marked them.",
+)
+@click.option(
+    "--settings",
+    "settings_path",
+    default=None,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Agent settings YAML (context limit, idle fold/clear timeouts) for the policy.",
+)
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(min=64),
+    default=None,
+    help="Budget for the default TokenBudget policy.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @db_option
 @guard
-def fold(session_ids: tuple[str, ...], force: bool, due: bool, settings_path: Path | None,
-         max_tokens: int | None, as_json: bool, db: Path | None) -> None:
+def fold(
+    session_ids: tuple[str, ...],
+    force: bool,
+    due: bool,
+    settings_path: Path | None,
+    max_tokens: int | None,
+    as_json: bool,
+    db: str | None,
+) -> None:
     """Fold sessions now (when their policy fires, or all live messages with --force),
     or with --due every session whose due time (an idle timeout, a deferred fold) has come."""
     from ..policy import TokenBudget
@@ -140,10 +203,18 @@ def fold(session_ids: tuple[str, ...], force: bool, due: bool, settings_path: Pa
         return
     with open_memory(db, **options) as memory:
         batch = memory.fold_many(session_ids, force=force)
-    rows = [{"session": s, "status": o.status, "lo": o.lo, "hi": o.hi,
-             "messages_folded": o.messages_folded, "reason": o.reason,
-             "error": type(o.error).__name__ if o.error else None}
-            for s, o in batch.outcomes.items()]
+    rows = [
+        {
+            "session": s,
+            "status": o.status,
+            "lo": o.lo,
+            "hi": o.hi,
+            "messages_folded": o.messages_folded,
+            "reason": o.reason,
+            "error": type(o.error).__name__ if o.error else None,
+        }
+        for s, o in batch.outcomes.items()
+    ]
     if as_json:
         emit_json(rows)
         return
@@ -152,7 +223,7 @@ def fold(session_ids: tuple[str, ...], force: bool, due: bool, settings_path: Pa
         console.print(f"{r['session']}: {r['status']}{span} {r['reason']}")
 
 
-def _fold_due(db: Path | None, options: dict[str, Any], as_json: bool) -> None:
+def _fold_due(db: str | None, options: dict[str, Any], as_json: bool) -> None:
     import asyncio
 
     from ..memory import AsyncMemory
@@ -167,8 +238,10 @@ def _fold_due(db: Path | None, options: dict[str, Any], as_json: bool) -> None:
     if as_json:
         emit_json(asdict(stats))
         return
-    console.print(f"{stats.claimed} due: {stats.committed} folded, {stats.cleared} cleared, "
-                  f"{stats.skipped} skipped, {stats.failed} failed")
+    console.print(
+        f"{stats.claimed} due: {stats.committed} folded, {stats.cleared} cleared, "
+        f"{stats.skipped} skipped, {stats.failed} failed"
+    )
 
 
 COMMANDS = [sessions, show, stats, fold]

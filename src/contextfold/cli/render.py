@@ -34,5 +34,7 @@ def print_context(ctx: Context) -> None:
         else:
             console.print(message_line(message))
     if ctx.omitted:
-        console.print(f"[yellow]{ctx.omitted} oldest live messages left out of this view "
-                      "to fit the budget (still stored)[/]")
+        console.print(
+            f"[yellow]{ctx.omitted} oldest live messages left out of this view "
+            "to fit the budget (still stored)[/]"
+        )

@@ -130,7 +130,7 @@ def replay(
     session_id: str | None,
     output: str,
     fmt: str,
-    db: Path | None,
+    db: str | None,
 ) -> None:
     """Stream TRANSCRIPT (JSONL: one message per line with role, content, optional name
     and timestamp) through a memory with a MAX_TOKENS budget and print the final context.

@@ -25,29 +25,62 @@ from .common import (
 
 
 @click.command()
-@click.option("--store", "url", default=None, metavar="URL",
-              help="postgresql://user@host/db, sqlite:///path.db or memory:// "
-              "(default: the --db SQLite file).")
-@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True,
-              help="Most folds in flight in this process.")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="Most folds in flight in this process.",
+)
 @click.option("--once", is_flag=True, help="Fold what is due now, then exit.")
-@click.option("--lease-seconds", type=click.FloatRange(min=1), default=60.0, show_default=True,
-              help="How long a dead worker's sessions stay blocked (running folds renew "
-              "their leases).")
-@click.option("--poll-interval", type=click.FloatRange(min=0.05), default=1.0,
-              show_default=True, help="Seconds between looks for due sessions when idle.")
-@click.option("--max-tokens", type=click.IntRange(min=64), default=None,
-              help="Budget of the TokenBudget policy (use the same as your app).")
-@click.option("--summarizer", type=click.Choice(sorted(SUMMARIZERS)), default="extractive",
-              show_default=True)
+@click.option(
+    "--lease-seconds",
+    type=click.FloatRange(min=1),
+    default=60.0,
+    show_default=True,
+    help="How long a dead worker's sessions stay blocked (running folds renew their leases).",
+)
+@click.option(
+    "--poll-interval",
+    type=click.FloatRange(min=0.05),
+    default=1.0,
+    show_default=True,
+    help="Seconds between looks for due sessions when idle.",
+)
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(min=64),
+    default=None,
+    help="Budget of the TokenBudget policy (use the same as your app).",
+)
+@click.option(
+    "--summarizer", type=click.Choice(sorted(SUMMARIZERS)), default="extractive", show_default=True
+)
 @model_option
+@click.option(
+    "--settings",
+    "settings_path",
+    default=None,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Agent settings YAML: its policy (context limit, idle fold/clear) replaces --max-tokens.",
+)
 @click.option("--owner", default=None, help="Name in the ledger (default host:pid:random).")
 @click.option("--json", "as_json", is_flag=True, help="Print the totals as JSON at exit.")
 @db_option
 @guard
-def worker(url: str | None, concurrency: int, once: bool, lease_seconds: float,
-           poll_interval: float, max_tokens: int | None, summarizer: str, model: str | None,
-           owner: str | None, as_json: bool, db: Path | None) -> None:
+def worker(
+    concurrency: int,
+    once: bool,
+    lease_seconds: float,
+    poll_interval: float,
+    max_tokens: int | None,
+    summarizer: str,
+    model: str | None,
+    settings_path: Path | None,
+    owner: str | None,
+    as_json: bool,
+    db: str | None,
+) -> None:
     """Claim due sessions and fold them, many at a time.
 
     Apps that use Memory(store=URL, fold="deferred") only append and mark sessions
@@ -66,13 +99,22 @@ def worker(url: str | None, concurrency: int, once: bool, lease_seconds: float,
         from ..policy import TokenBudget
 
         options["policy"] = TokenBudget(max_tokens)
+    if settings_path is not None:
+        from ..settings import AgentSettings
+
+        options.update(AgentSettings.load(settings_path).options(model))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 
     async def main() -> WorkerStats:
-        memory = AsyncMemory(url or store_url(db), **options)
+        memory = AsyncMemory(store_url(db), **options)
         try:
-            work = Worker(memory, owner=owner, concurrency=concurrency,
-                          lease_seconds=lease_seconds, poll_interval=poll_interval)
+            work = Worker(
+                memory,
+                owner=owner,
+                concurrency=concurrency,
+                lease_seconds=lease_seconds,
+                poll_interval=poll_interval,
+            )
             return await run_worker(work, once=once)
         finally:
             await memory.close()
