@@ -317,7 +317,7 @@ class AsyncMemory:
         try:
             result = check_summary(await self.summarizer.summarize(request), request)
             if privacy.summary:
-                redacted = replace(result, text=privacy.text(result.text, sid))
+                redacted = replace(result, text=privacy.summary_text(result.text, sid))
                 result = check_summary(redacted, request)
         except asyncio.CancelledError:
             await self._cancelled(store, base, started)

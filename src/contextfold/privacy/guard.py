@@ -51,6 +51,10 @@ def needs_redaction(summarizer: object) -> bool:
     return not isinstance(summarizer, ExtractiveSummarizer)
 
 
+#: Summary lines remembered as already redacted, over all sessions, before starting over.
+_MAX_CLEAN_LINES = 200_000
+
+
 class PrivacyGuard:
     """Applies a :class:`Redactor` at the points a ``Memory`` was configured for.
 
@@ -72,6 +76,7 @@ class PrivacyGuard:
         self.summary = summary
         self.messages = messages
         self.vault = vault
+        self._clean_lines: dict[str, set[str]] = {}
 
     @classmethod
     def configure(
@@ -147,11 +152,28 @@ class PrivacyGuard:
 
     def forget(self, session_id: str) -> None:
         self.redactor.forget(session_id)
+        self._clean_lines.pop(session_id, None)
 
     # -- what gets redacted ---------------------------------------------------------------
 
     def text(self, text: str, session_id: str) -> str:
         return self.redactor.redact(text, session_id)
+
+    def summary_text(self, text: str, session_id: str) -> str:
+        """Redact a new summary line by line, skipping lines this guard already produced
+        as redaction output for the session (redaction is idempotent), so a rolling
+        summary costs its new lines, not its whole length, at every fold."""
+        clean = self._clean_lines.setdefault(session_id, set())
+        if sum(len(v) for v in self._clean_lines.values()) > _MAX_CLEAN_LINES:
+            self._clean_lines.clear()
+            clean = self._clean_lines.setdefault(session_id, set())
+        out = []
+        for line in text.split("\n"):
+            if line not in clean:
+                line = self.text(line, session_id)
+                clean.add(line)
+            out.append(line)
+        return "\n".join(out)
 
     def message(self, message: Message, session_id: str) -> Message:
         """A copy with text content, text parts and tool-call arguments redacted. Media

@@ -113,7 +113,10 @@ class MemoryStore:
         sess = self._sessions.get(session_id)
         if sess is None:
             return []
-        return [m for s, m in sorted(sess.messages.items()) if s > sess.stats.through_seq]
+        # O(live): seqs are dense, so walk from the cursor instead of sorting everything.
+        msgs = sess.messages
+        stats = sess.stats
+        return [msgs[s] for s in range(stats.through_seq + 1, stats.last_seq + 1) if s in msgs]
 
     async def snapshot(self, session_id: str) -> Snapshot | None:
         sess = self._sessions.get(session_id)
