@@ -13,6 +13,7 @@ must not turn a valid conversation into an invalid one.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,9 +36,14 @@ _TRUNCATION_MARK = "\n[… truncated by contextfold to fit the token budget]"
 BRIDGE_TEXT = "(The conversation continues from earlier turns that are not shown.)"
 
 
+@functools.lru_cache(maxsize=1024)
 def render_summary(text: str) -> Message:
-    """The system message that carries a summary into the context."""
+    """The system message that carries a summary into the context (cached: messages are
+    immutable, and the same summary is rendered on every turn until the next fold)."""
     return Message(role="system", content=f"{SUMMARY_HEADER}\n<summary>\n{text}\n</summary>")
+
+
+_BRIDGE = Message(role="user", content=BRIDGE_TEXT)
 
 
 def summary_overhead(counter: TokenCounter) -> int:
@@ -99,16 +105,18 @@ def build_context(
     summary_msg = render_summary(summary_text) if summary_text else None
     if summary_msg is not None and summary_tokens <= 0:
         summary_tokens = count_message(counter, summary_msg)
-    bridge = Message(role="user", content=BRIDGE_TEXT)
-    bridge_tokens = count_message(counter, bridge)
+    bridge = _BRIDGE
+    bridge_tokens = _bridge_tokens(counter)
 
     def assemble(
         with_summary: bool, kept: Sequence[Message], start: int
     ) -> tuple[list[Message], bool]:
         body = list(kept)
         first = next((i for i, m in enumerate(body) if m.role != "system"), None)
-        bridged = first is not None and body[first].role == "assistant" and (
-            summary_msg is not None or start > 0
+        bridged = (
+            first is not None
+            and body[first].role == "assistant"
+            and (summary_msg is not None or start > 0)
         )
         if bridged and first is not None:
             body.insert(first, bridge)
@@ -119,13 +127,14 @@ def build_context(
     msgs, bridged = assemble(True, [m.message for m in live], 0)
     total += bridge_tokens if bridged else 0
     if budget is None or total <= budget:
-        return Context(tuple(msgs), total, budget, summary_msg is not None, len(live),
-                       bridged=bridged)
+        return Context(
+            tuple(msgs), total, budget, summary_msg is not None, len(live), bridged=bridged
+        )
 
     # Over budget: keep the newest whole groups that fit, the summary if it still fits.
     cuts = safe_cuts(live)
     starts = [c for c in cuts if c < len(live)] or [0]
-    for with_summary in ((True, False) if summary_msg else (False,)):
+    for with_summary in (True, False) if summary_msg else (False,):
         room = budget - used - (summary_tokens if with_summary else 0)
         for extra in (0, bridge_tokens):
             start = _first_fitting_start(live, starts, room - extra)
@@ -138,8 +147,16 @@ def build_context(
             if tokens > budget:
                 continue  # the bridge did not fit: try again leaving room for it
             omitted = (live[0].seq, live[start - 1].seq) if start else None
-            return Context(tuple(msgs), tokens, budget, with_summary, len(live),
-                           omitted=start, omitted_seqs=omitted, bridged=bridged)
+            return Context(
+                tuple(msgs),
+                tokens,
+                budget,
+                with_summary,
+                len(live),
+                omitted=start,
+                omitted_seqs=omitted,
+                bridged=bridged,
+            )
     # Not even the newest group fits on its own.
     newest = live[-1]
     room = budget - used
@@ -151,13 +168,32 @@ def build_context(
             msgs, bridged = assemble(False, [cut], start)
             tokens = used + count_message(counter, cut) + (bridge_tokens if bridged else 0)
             omitted = (live[0].seq, live[-2].seq) if len(live) > 1 else None
-            return Context(tuple(msgs), tokens, budget, False, len(live),
-                           omitted=len(live) - 1, omitted_seqs=omitted, truncated=True,
-                           bridged=bridged)
+            return Context(
+                tuple(msgs),
+                tokens,
+                budget,
+                False,
+                len(live),
+                omitted=len(live) - 1,
+                omitted_seqs=omitted,
+                truncated=True,
+                bridged=bridged,
+            )
     raise ValidationError(
         f"the newest message (seq {newest.seq}, {newest.tokens} tokens) with its tool-call "
         f"group cannot fit the budget of {budget} tokens even alone; raise max_tokens"
     )
+
+
+_BRIDGE_TOKENS: dict[int, tuple[TokenCounter, int]] = {}
+
+
+def _bridge_tokens(counter: TokenCounter) -> int:
+    """The bridge turn's token count, once per counter."""
+    hit = _BRIDGE_TOKENS.get(id(counter))
+    if hit is None or hit[0] is not counter:
+        hit = _BRIDGE_TOKENS[id(counter)] = (counter, count_message(counter, _BRIDGE))
+    return hit[1]
 
 
 def _first_fitting_start(
@@ -193,9 +229,15 @@ def _truncate(counter: TokenCounter, message: Message, room: int) -> Message | N
     best: Message | None = None
     while lo <= hi:
         mid = (lo + hi) // 2
-        cand = Message(role=message.role, content=text[:mid] + _TRUNCATION_MARK,
-                       name=message.name, tool_call_id=message.tool_call_id,
-                       timestamp=message.timestamp, metadata=message.metadata, id=message.id)
+        cand = Message(
+            role=message.role,
+            content=text[:mid] + _TRUNCATION_MARK,
+            name=message.name,
+            tool_call_id=message.tool_call_id,
+            timestamp=message.timestamp,
+            metadata=message.metadata,
+            id=message.id,
+        )
         if count_message(counter, cand) <= room:
             best, lo = cand, mid + 1
         else:

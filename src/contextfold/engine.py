@@ -21,7 +21,14 @@ from typing import Any, Literal, TypeVar
 
 from .context import Context, build_context, render_summary, summary_overhead
 from .errors import ConfigError, ConflictError, ContextFoldError, SummarizationError
-from .messages import DEFAULT_MAX_MESSAGE_CHARS, Message, StoredMessage, check_text, coerce_message
+from .messages import (
+    DEFAULT_MAX_MESSAGE_CHARS,
+    Message,
+    StoredMessage,
+    check_text,
+    coerce_message,
+    with_timestamp,
+)
 from .outcomes import AddResult, BatchResult, FoldOutcome, FoldStatus, Usage
 from .policy import FoldPlan, Policy, SessionStats, TokenBudget, safe_cuts
 from .privacy import Redactor
@@ -174,7 +181,7 @@ class AsyncMemory:
                 msg = self.privacy.message(msg, session_id)
             check_text(msg.text, f"{msg.role} message content", self.max_message_chars)
             if msg.timestamp is None:
-                msg = replace(msg, timestamp=now)
+                msg = with_timestamp(msg, now)
             out.append(PreparedMessage(msg, count_message(self.counter, msg)))
         return out
 

@@ -335,6 +335,18 @@ class StoredMessage:
         return self.message.text
 
 
+def with_timestamp(message: Message, timestamp: datetime) -> Message:
+    """``message`` with ``timestamp`` set, without validating the (already valid) rest
+    again: stamping happens on every append, and re-validating large texts is costly."""
+    if timestamp.tzinfo is None:
+        timestamp = timestamp.replace(tzinfo=timezone.utc)
+    new = object.__new__(Message)
+    for name in Message.__dataclass_fields__:
+        object.__setattr__(new, name, getattr(message, name))
+    object.__setattr__(new, "timestamp", timestamp.astimezone(timezone.utc))
+    return new
+
+
 def coerce_message(value: Message | Mapping[str, Any]) -> Message:
     """Accept a :class:`Message` or an OpenAI-style dict; anything else is a ValidationError."""
     if isinstance(value, Message):

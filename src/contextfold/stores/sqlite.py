@@ -16,6 +16,7 @@ import os
 import sqlite3
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -45,19 +46,14 @@ from .rows import (
     ledger_from_row,
     ledger_values,
 )
-from .sqlite_schema import MIGRATIONS, SESSION_COLS, session_stats
+from .sqlite_schema import MIGRATIONS, SESSION_COLS, epoch, from_epoch, session_stats
 
 __all__ = ["MIGRATIONS", "SQLiteStore"]
 
 T = TypeVar("T")
 
-
-def _epoch(value: datetime | None) -> float | None:
-    return value.timestamp() if value is not None else None
-
-
-def _from_epoch(value: float) -> datetime:
-    return datetime.fromtimestamp(value, timezone.utc)
+#: Sessions whose live window is kept between snapshots (see ``_live_rows``).
+_LIVE_CACHE_SESSIONS = 1024
 
 
 class SQLiteStore:
@@ -86,6 +82,7 @@ class SQLiteStore:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="contextfold-sqlite")
         self._conn: sqlite3.Connection | None = None
         self._decoder = MessageDecoder()
+        self._live_cache: OrderedDict[str, tuple[str, int, list[StoredMessage]]] = OrderedDict()
         self._closed = False
         self._lock = threading.Lock()
 
@@ -336,7 +333,7 @@ class SQLiteStore:
     def _mark(conn: sqlite3.Connection, sid: str, due_at: datetime | None, as_of: int) -> None:
         conn.execute(
             "UPDATE sessions SET due_at = ?, due_seq = ? WHERE session_id = ? AND due_seq <= ?",
-            (_epoch(due_at), as_of, sid, as_of),
+            (epoch(due_at), as_of, sid, as_of),
         )
 
     async def mark_due(self, session_id: str, due_at: datetime | None, *, as_of_seq: int) -> None:
@@ -357,7 +354,7 @@ class SQLiteStore:
                 "lease_token = lease_token + 1 WHERE session_id = ?",
                 [(owner, expires, sid) for sid, _ in rows],
             )
-            return [Lease(sid, owner, token + 1, _from_epoch(expires)) for sid, token in rows]
+            return [Lease(sid, owner, token + 1, from_epoch(expires)) for sid, token in rows]
 
         return await self._write(do)
 
@@ -371,7 +368,7 @@ class SQLiteStore:
             )
             if cur.rowcount != 1:
                 return None
-            return replace(lease, expires_at=_from_epoch(now + lease_seconds))
+            return replace(lease, expires_at=from_epoch(now + lease_seconds))
 
         return await self._write(do)
 
@@ -395,7 +392,7 @@ class SQLiteStore:
                 "ORDER BY due_at, session_id LIMIT ?",
                 (-1 if limit is None else limit,),
             ).fetchall()
-            return [(sid, _from_epoch(at)) for sid, at in rows]
+            return [(sid, from_epoch(at)) for sid, at in rows]
 
         return await self._call(do)
 
@@ -419,6 +416,7 @@ class SQLiteStore:
                 return False
             for table in ("messages", "ledger", "pii_vault", "sessions"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+            self._live_cache.pop(session_id, None)
             return True
 
         return await self._write(do)
@@ -457,11 +455,12 @@ class SQLiteStore:
     async def snapshot(self, session_id: str) -> Snapshot | None:
         def do(conn: sqlite3.Connection) -> Snapshot | None:
             row = conn.execute(
-                f"SELECT {SESSION_COLS}, summary_text, summary_updated_at FROM sessions "
-                "WHERE session_id = ?",
+                f"SELECT {SESSION_COLS}, summary_text, summary_updated_at, created_at "
+                "FROM sessions WHERE session_id = ?",
                 (session_id,),
             ).fetchone()
             if row is None:
+                self._live_cache.pop(session_id, None)
                 return None
             stats = session_stats(row)
             summary = None
@@ -473,15 +472,34 @@ class SQLiteStore:
                     stats.summary_tokens,
                     decode_time(row[11]),
                 )
-            rows = conn.execute(
-                "SELECT seq, body, tokens FROM messages WHERE session_id = ? AND seq > ? "
-                "ORDER BY seq",
-                (session_id, stats.through_seq),
-            ).fetchall()
-            live = [self._decoder.decode(session_id, s, b, t) for s, b, t in rows]
+            live = self._live_rows(conn, session_id, row[12], stats)
             return Snapshot(stats, summary, live)
 
         return await self._read(do)
+
+    def _live_rows(
+        self, conn: sqlite3.Connection, session_id: str, created: str, stats: SessionStats
+    ) -> list[StoredMessage]:
+        """Live messages, read incrementally: stored rows never change, so the live list
+        of the last snapshot of this session (same ``created_at``, so not a deleted and
+        re-created session) is reused minus what was folded since, plus what was appended
+        since. Every turn then costs the new rows, not the whole live window."""
+        cached = self._live_cache.get(session_id)
+        after = stats.through_seq
+        kept: list[StoredMessage] = []
+        if cached is not None and cached[0] == created and cached[1] <= stats.last_seq:
+            kept = [m for m in cached[2] if m.seq > stats.through_seq]
+            after = max(stats.through_seq, cached[1])
+        rows = conn.execute(
+            "SELECT seq, body, tokens FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq",
+            (session_id, after),
+        ).fetchall()
+        live = kept + [self._decoder.decode(session_id, q, b, t) for q, b, t in rows]
+        self._live_cache[session_id] = (created, stats.last_seq, live)
+        self._live_cache.move_to_end(session_id)
+        if len(self._live_cache) > _LIVE_CACHE_SESSIONS:
+            self._live_cache.popitem(last=False)
+        return list(live)
 
     async def live(self, session_id: str) -> list[StoredMessage]:
         return await self.messages(session_id, include_folded=False)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from typing import Any
 
 from ..policy import SessionStats
 from .rows import decode_time
 
-__all__ = ["MIGRATIONS", "SESSION_COLS", "session_stats"]
+__all__ = ["MIGRATIONS", "SESSION_COLS", "epoch", "from_epoch", "session_stats"]
 
 _INITIAL = """
 CREATE TABLE sessions (
@@ -112,3 +113,12 @@ def session_stats(row: Sequence[Any]) -> SessionStats:
         last_activity=decode_time(row[8]),
         reported_input_tokens=row[9],
     )
+
+
+def epoch(value: datetime | None) -> float | None:
+    """Due and lease times are stored as epoch seconds (REAL), comparable in SQL."""
+    return value.timestamp() if value is not None else None
+
+
+def from_epoch(value: float) -> datetime:
+    return datetime.fromtimestamp(value, timezone.utc)
