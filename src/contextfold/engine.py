@@ -324,8 +324,9 @@ class AsyncMemory:
         try:
             result = check_summary(await self.summarizer.summarize(request), request)
             if privacy.summary:
-                redacted = replace(result, text=privacy.summary_text(result.text, sid))
-                result = check_summary(redacted, request)
+                clean = privacy.summary_text(result.text, sid)
+                if clean != result.text:  # placeholders change the length: check again
+                    result = check_summary(replace(result, text=clean), request)
         except asyncio.CancelledError:
             await self._cancelled(store, base, started)
             raise

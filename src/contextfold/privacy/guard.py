@@ -77,6 +77,7 @@ class PrivacyGuard:
         self.messages = messages
         self.vault = vault
         self._clean_lines: dict[str, set[str]] = {}
+        self._clean_count = 0
 
     @classmethod
     def configure(
@@ -152,7 +153,7 @@ class PrivacyGuard:
 
     def forget(self, session_id: str) -> None:
         self.redactor.forget(session_id)
-        self._clean_lines.pop(session_id, None)
+        self._clean_count -= len(self._clean_lines.pop(session_id, ()))
 
     # -- what gets redacted ---------------------------------------------------------------
 
@@ -163,15 +164,17 @@ class PrivacyGuard:
         """Redact a new summary line by line, skipping lines this guard already produced
         as redaction output for the session (redaction is idempotent), so a rolling
         summary costs its new lines, not its whole length, at every fold."""
-        clean = self._clean_lines.setdefault(session_id, set())
-        if sum(len(v) for v in self._clean_lines.values()) > _MAX_CLEAN_LINES:
+        if self._clean_count > _MAX_CLEAN_LINES:
             self._clean_lines.clear()
-            clean = self._clean_lines.setdefault(session_id, set())
+            self._clean_count = 0
+        clean = self._clean_lines.setdefault(session_id, set())
         out = []
         for line in text.split("\n"):
             if line not in clean:
                 line = self.text(line, session_id)
-                clean.add(line)
+                if line not in clean:
+                    clean.add(line)
+                    self._clean_count += 1
             out.append(line)
         return "\n".join(out)
 

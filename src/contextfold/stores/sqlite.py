@@ -20,7 +20,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
 
@@ -46,14 +46,13 @@ from .rows import (
     ledger_from_row,
     ledger_values,
 )
-from .sqlite_schema import MIGRATIONS, SESSION_COLS, epoch, from_epoch, session_stats
+from .sqlite_schema import MIGRATIONS, SESSION_COLS, epoch, from_epoch, migrate, session_stats
 
 __all__ = ["MIGRATIONS", "SQLiteStore"]
 
 T = TypeVar("T")
 
-#: Sessions whose live window is kept between snapshots (see ``_live_rows``).
-_LIVE_CACHE_SESSIONS = 1024
+_LIVE_CACHE_SESSIONS = 1024  # sessions whose live window is kept (see ``_live_rows``)
 
 
 class SQLiteStore:
@@ -84,28 +83,33 @@ class SQLiteStore:
         self._decoder = MessageDecoder()
         self._live_cache: OrderedDict[str, tuple[str, int, list[StoredMessage]]] = OrderedDict()
         self._closed = False
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the writer connection (on the writer thread)
+        self._reader: sqlite3.Connection | None = None
+        self._read_lock = threading.Lock()  # the reader connection and the live cache
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r}, retention={self.retention!r})"
 
     # -- plumbing --------------------------------------------------------------------------
 
+    def _open(self) -> sqlite3.Connection:
+        if self.path != ":memory:":
+            Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(
+            os.path.expanduser(self.path),
+            isolation_level=None,
+            check_same_thread=False,
+            timeout=self.busy_timeout_ms / 1000,
+        )
+        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+        if self.path != ":memory:":
+            conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+        return conn
+
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None:
-            if self.path != ":memory:":
-                Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(
-                os.path.expanduser(self.path),
-                isolation_level=None,
-                check_same_thread=False,
-                timeout=self.busy_timeout_ms / 1000,
-            )
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
-            if self.path != ":memory:":
-                conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute(f"PRAGMA synchronous = {self.synchronous}")
-            self._conn = conn
+            self._conn = self._open()
         return self._conn
 
     async def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -137,7 +141,12 @@ class SQLiteStore:
         return await self._call(tx)
 
     async def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``fn`` in one read transaction (a consistent snapshot)."""
+        """Run ``fn`` in one read transaction (a consistent snapshot).
+
+        On a file, reads run right here on a second connection (a WAL reader never waits
+        for the writer): no hop to the writer thread on the per-turn path. ``":memory:"``
+        has no second connection, so its reads go to the writer thread.
+        """
 
         def tx(conn: sqlite3.Connection) -> T:
             conn.execute("BEGIN")
@@ -146,28 +155,21 @@ class SQLiteStore:
             finally:
                 conn.execute("COMMIT")
 
-        return await self._call(tx)
+        if self.path == ":memory:":
+            return await self._call(tx)
+        if self._closed:
+            raise StorageError(f"{self!r} is closed")
+        with self._read_lock:
+            try:
+                if self._reader is None:
+                    self._reader = self._open()
+                return tx(self._reader)
+            except sqlite3.Error as exc:
+                raise StorageError(f"SQLite error on {self.path!r}: {exc}") from exc
 
     # -- schema ----------------------------------------------------------------------------
 
     async def setup(self) -> None:
-        def migrate(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
-                "name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-            )
-            done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
-            for version, name, sql in MIGRATIONS:
-                if version in done:
-                    continue
-                for statement in sql.split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
-                conn.execute(
-                    "INSERT INTO schema_migrations VALUES (?, ?, ?)",
-                    (version, name, datetime.now(timezone.utc).isoformat()),
-                )
-
         await self._write(migrate)
 
     # -- writes ----------------------------------------------------------------------------
@@ -416,7 +418,8 @@ class SQLiteStore:
                 return False
             for table in ("messages", "ledger", "pii_vault", "sessions"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
-            self._live_cache.pop(session_id, None)
+            with self._read_lock:
+                self._live_cache.pop(session_id, None)
             return True
 
         return await self._write(do)
@@ -591,3 +594,7 @@ class SQLiteStore:
             pass
         self._closed = True
         self._executor.shutdown(wait=True)
+        with self._read_lock:
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None

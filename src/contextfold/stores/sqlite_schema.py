@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 from ..policy import SessionStats
 from .rows import decode_time
 
-__all__ = ["MIGRATIONS", "SESSION_COLS", "epoch", "from_epoch", "session_stats"]
+__all__ = ["MIGRATIONS", "SESSION_COLS", "epoch", "from_epoch", "migrate", "session_stats"]
 
 _INITIAL = """
 CREATE TABLE sessions (
@@ -122,3 +123,23 @@ def epoch(value: datetime | None) -> float | None:
 
 def from_epoch(value: float) -> datetime:
     return datetime.fromtimestamp(value, timezone.utc)
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    """Apply the missing migrations, in order, recording each with ``applied_at``. Runs
+    inside the caller's write transaction, so concurrent setups apply each one once."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+        "name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    )
+    done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+    for version, name, sql in MIGRATIONS:
+        if version in done:
+            continue
+        for statement in sql.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        conn.execute(
+            "INSERT INTO schema_migrations VALUES (?, ?, ?)",
+            (version, name, datetime.now(timezone.utc).isoformat()),
+        )
