@@ -27,6 +27,7 @@ from typing import TypeVar
 from ..errors import ConfigError, ConflictError, ContextFoldError, StorageError
 from ..messages import StoredMessage, check_sequence
 from ..policy import SessionStats
+from . import sqlite_schema as schema
 from .base import (
     AppendResult,
     FoldCommit,
@@ -46,7 +47,7 @@ from .rows import (
     ledger_from_row,
     ledger_values,
 )
-from .sqlite_schema import MIGRATIONS, SESSION_COLS, epoch, from_epoch, migrate, session_stats
+from .sqlite_schema import MIGRATIONS, SESSION_COLS, session_stats
 
 __all__ = ["MIGRATIONS", "SQLiteStore"]
 
@@ -103,7 +104,7 @@ class SQLiteStore:
         )
         conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
         if self.path != ":memory:":
-            conn.execute("PRAGMA journal_mode = WAL")
+            schema.enable_wal(conn, self.busy_timeout_ms / 1000)
         conn.execute(f"PRAGMA synchronous = {self.synchronous}")
         return conn
 
@@ -170,7 +171,7 @@ class SQLiteStore:
     # -- schema ----------------------------------------------------------------------------
 
     async def setup(self) -> None:
-        await self._write(migrate)
+        await self._write(schema.migrate)
 
     # -- writes ----------------------------------------------------------------------------
 
@@ -335,7 +336,7 @@ class SQLiteStore:
     def _mark(conn: sqlite3.Connection, sid: str, due_at: datetime | None, as_of: int) -> None:
         conn.execute(
             "UPDATE sessions SET due_at = ?, due_seq = ? WHERE session_id = ? AND due_seq <= ?",
-            (epoch(due_at), as_of, sid, as_of),
+            (schema.epoch(due_at), as_of, sid, as_of),
         )
 
     async def mark_due(self, session_id: str, due_at: datetime | None, *, as_of_seq: int) -> None:
@@ -356,7 +357,7 @@ class SQLiteStore:
                 "lease_token = lease_token + 1 WHERE session_id = ?",
                 [(owner, expires, sid) for sid, _ in rows],
             )
-            return [Lease(sid, owner, token + 1, from_epoch(expires)) for sid, token in rows]
+            return [Lease(sid, owner, token + 1, schema.from_epoch(expires)) for sid, token in rows]
 
         return await self._write(do)
 
@@ -370,7 +371,7 @@ class SQLiteStore:
             )
             if cur.rowcount != 1:
                 return None
-            return replace(lease, expires_at=from_epoch(now + lease_seconds))
+            return replace(lease, expires_at=schema.from_epoch(now + lease_seconds))
 
         return await self._write(do)
 
@@ -394,7 +395,7 @@ class SQLiteStore:
                 "ORDER BY due_at, session_id LIMIT ?",
                 (-1 if limit is None else limit,),
             ).fetchall()
-            return [(sid, from_epoch(at)) for sid, at in rows]
+            return [(sid, schema.from_epoch(at)) for sid, at in rows]
 
         return await self._call(do)
 
@@ -483,10 +484,9 @@ class SQLiteStore:
     def _live_rows(
         self, conn: sqlite3.Connection, session_id: str, created: str, stats: SessionStats
     ) -> list[StoredMessage]:
-        """Live messages, read incrementally: stored rows never change, so the live list
-        of the last snapshot of this session (same ``created_at``, so not a deleted and
-        re-created session) is reused minus what was folded since, plus what was appended
-        since. Every turn then costs the new rows, not the whole live window."""
+        """Live messages, read incrementally: rows never change, so the last snapshot's
+        live list (same ``created_at``: not a re-created session) is reused minus what was
+        folded since, plus the rows appended since — a turn costs its new rows only."""
         cached = self._live_cache.get(session_id)
         after = stats.through_seq
         kept: list[StoredMessage] = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
@@ -11,7 +12,15 @@ from typing import Any
 from ..policy import SessionStats
 from .rows import decode_time
 
-__all__ = ["MIGRATIONS", "SESSION_COLS", "epoch", "from_epoch", "migrate", "session_stats"]
+__all__ = [
+    "MIGRATIONS",
+    "SESSION_COLS",
+    "enable_wal",
+    "epoch",
+    "from_epoch",
+    "migrate",
+    "session_stats",
+]
 
 _INITIAL = """
 CREATE TABLE sessions (
@@ -143,3 +152,17 @@ def migrate(conn: sqlite3.Connection) -> None:
             "INSERT INTO schema_migrations VALUES (?, ?, ?)",
             (version, name, datetime.now(timezone.utc).isoformat()),
         )
+
+
+def enable_wal(conn: sqlite3.Connection, timeout_s: float) -> None:
+    """Switch to WAL. Changing the journal mode needs an exclusive lock and SQLite does not
+    wait for it (no busy handler), so two processes opening a new file at once retry."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
