@@ -1,20 +1,15 @@
 """PostgreSQL store: many processes on many machines share the sessions.
 
-psycopg 3 with an async connection pool (sync use goes through ``Memory``, which runs the
-async engine on its own loop thread). Same schema concepts as SQLite — a ``sessions`` row
-with running totals and the ``through_seq`` cursor, ``messages``, ``ledger`` — in a
-PostgreSQL schema of its own (``contextfold`` by default), with numbered migrations
-applied by :meth:`PostgresStore.setup` under an advisory lock, so any number of processes
-may call it at once.
+psycopg 3 with an async pool (sync use goes through ``Memory``). Same schema concepts as
+SQLite (``sessions`` with running totals and the ``through_seq`` cursor, ``messages``,
+``ledger``) in a PostgreSQL schema of its own, migrated by :meth:`PostgresStore.setup`
+under an advisory lock so any number of processes may call it at once.
 
-Locking: every write transaction locks the one ``sessions`` row it touches first
-(``SELECT … FOR UPDATE``) and then its messages, so locks are always taken in the same
-order and held for a few statements only. No transaction ever spans a summarizer call
-(the engine commits a fold in one short compare-and-set transaction), so an append waits
-at most for another short transaction, never for a running fold. Workers claim due
-sessions with ``FOR UPDATE SKIP LOCKED``; lease times use the server clock, so workers on
-machines with skewed clocks agree on expiry. Every connection carries a statement
-timeout, a lock timeout and an idle-in-transaction timeout.
+Locking: a write locks its one ``sessions`` row first (``FOR UPDATE``), then messages, so
+locks are taken in one order and held for a few statements. No transaction spans a
+summarizer call, so an append waits for another short transaction at most, never for a
+fold. Workers claim with ``FOR UPDATE SKIP LOCKED``; leases use the server clock (skewed
+worker clocks agree on expiry). Statement, lock and idle-in-transaction timeouts are set.
 """
 
 from __future__ import annotations
@@ -44,11 +39,19 @@ from .postgres_schema import (
     COMMIT_FOLD,
     LEDGER_INSERT,
     LEDGER_SELECT,
+    MIGRATION_LOCK,
     MIGRATIONS,
     SESSION_COLS,
-    STARTED_AT,
+    SESSION_COLS_S,
+    ledger_params,
 )
-from .rows import LEDGER_COLUMNS, MessageDecoder, encode_message, ledger_from_row, ledger_values
+from .rows import (
+    LEDGER_COLUMNS,
+    MessageDecoder,
+    encode_message,
+    ledger_from_row,
+    session_stats,
+)
 
 try:
     import psycopg
@@ -65,31 +68,6 @@ T = TypeVar("T")
 Conn = psycopg.AsyncConnection[tuple[Any, ...]]
 
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
-_MIGRATION_LOCK = 0x636F6E74  # advisory lock key ("cont"), scoped to the database
-
-
-_SESSION_COLS_S = ", ".join(f"s.{c.strip()}" for c in SESSION_COLS.split(","))
-
-
-def _stats(row: Sequence[Any]) -> SessionStats:
-    return SessionStats(
-        session_id=row[0],
-        last_seq=row[1],
-        live_count=row[2],
-        live_tokens=row[3],
-        through_seq=row[4],
-        summary_version=row[5],
-        summary_tokens=row[6],
-        pending_calls=tuple(json.loads(row[7])),
-        last_activity=row[8],
-        reported_input_tokens=row[9],
-    )
-
-
-def _ledger_params(entry: LedgerEntry) -> tuple[Any, ...]:
-    values = list(ledger_values(entry))
-    values[STARTED_AT] = entry.started_at  # a real timestamptz, not text
-    return tuple(values)
 
 
 class PostgresStore:
@@ -202,7 +180,7 @@ class PostgresStore:
 
     async def setup(self) -> None:
         async def migrate(conn: Conn) -> None:
-            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
             await conn.execute(
                 sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema))
             )
@@ -239,7 +217,7 @@ class PostgresStore:
                     (session_id, now, now),
                 )
                 row = await self._lock_session(conn, session_id, SESSION_COLS)
-            stats = _stats(row)
+            stats = session_stats(row)
             wanted = [i.message.id for i in items if i.message.id is not None]
             known: dict[str, int] = {}
             if wanted and stats.last_seq:
@@ -322,7 +300,7 @@ class PostgresStore:
             "delete": self.retention == "delete",
             "owner": lease.owner if lease else None,
             "token": lease.token if lease else None,
-            **{f"l_{c}": v for c, v in zip(LEDGER_COLUMNS, _ledger_params(entry), strict=True)},
+            **{f"l_{c}": v for c, v in zip(LEDGER_COLUMNS, ledger_params(entry), strict=True)},
         }
 
         async def do(conn: Conn) -> Summary:
@@ -371,7 +349,7 @@ class PostgresStore:
 
     async def record_attempt(self, entry: LedgerEntry) -> int:
         async def do(conn: Conn) -> int:
-            cur = await conn.execute(LEDGER_INSERT, _ledger_params(entry))
+            cur = await conn.execute(LEDGER_INSERT, ledger_params(entry))
             row = await cur.fetchone()
             return int(row[0]) if row else 0
 
@@ -497,7 +475,7 @@ class PostgresStore:
                 f"SELECT {SESSION_COLS} FROM sessions WHERE session_id = %s", (session_id,)
             )
             row = await cur.fetchone()
-            return _stats(row) if row else None
+            return session_stats(row) if row else None
 
         return await self._tx(do, single=True)
 
@@ -505,7 +483,7 @@ class PostgresStore:
         async def do(conn: Conn) -> Snapshot | None:
             # One statement, so totals, summary and live rows come from the same snapshot.
             cur = await conn.execute(
-                f"SELECT {_SESSION_COLS_S}, s.summary_text, s.summary_updated_at, "
+                f"SELECT {SESSION_COLS_S}, s.summary_text, s.summary_updated_at, "
                 "m.seq, m.body, m.tokens FROM sessions s "
                 "LEFT JOIN messages m ON m.session_id = s.session_id AND m.seq > s.through_seq "
                 "WHERE s.session_id = %s ORDER BY m.seq",
@@ -515,7 +493,7 @@ class PostgresStore:
             if not rows:
                 return None
             first = rows[0]
-            stats = _stats(first)
+            stats = session_stats(first)
             summary = None
             if first[10] is not None:
                 summary = Summary(
@@ -597,7 +575,7 @@ class PostgresStore:
                 "ORDER BY last_activity DESC NULLS LAST, session_id DESC LIMIT %s OFFSET %s",
                 (limit, offset),
             )
-            return [_stats(r) for r in await cur.fetchall()]
+            return [session_stats(r) for r in await cur.fetchall()]
 
         return await self._tx(do, single=True)
 

@@ -3,15 +3,21 @@ line, kept apart from :mod:`.postgres` (the store) so each stays readable."""
 
 from __future__ import annotations
 
-from .rows import LEDGER_COLUMNS
+from typing import Any
+
+from .base import LedgerEntry
+from .rows import LEDGER_COLUMNS, ledger_values
 
 __all__ = [
     "COMMIT_FOLD",
     "LEDGER_INSERT",
     "LEDGER_SELECT",
     "MIGRATIONS",
+    "MIGRATION_LOCK",
     "SESSION_COLS",
+    "SESSION_COLS_S",
     "STARTED_AT",
+    "ledger_params",
 ]
 
 _INITIAL = """
@@ -161,3 +167,14 @@ WITH span AS (
 )
 SELECT 1 FROM upd
 """
+
+MIGRATION_LOCK = 0x636F6E74  # advisory lock key ("cont"), scoped to the database
+
+
+SESSION_COLS_S = ", ".join(f"s.{c.strip()}" for c in SESSION_COLS.split(","))
+
+
+def ledger_params(entry: LedgerEntry) -> tuple[Any, ...]:
+    values = list(ledger_values(entry))
+    values[STARTED_AT] = entry.started_at  # a real timestamptz, not text
+    return tuple(values)

@@ -4,12 +4,14 @@ message, a timestamp and a ledger row become columns and back."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from ..errors import StorageError, ValidationError
 from ..messages import Message, StoredMessage
+from ..policy import SessionStats
 from .base import LedgerEntry
 
 LEDGER_COLUMNS = (
@@ -98,3 +100,25 @@ def ledger_from_row(row: tuple[Any, ...]) -> LedgerEntry:
     fields: dict[str, Any] = dict(zip(LEDGER_COLUMNS, row[1:], strict=True))
     fields["started_at"] = decode_time(fields["started_at"])
     return LedgerEntry(id=row[0], **fields)
+
+
+#: The sessions columns every SQL store reads into SessionStats, in this order.
+SESSION_COLS = (
+    "session_id, last_seq, live_count, live_tokens, through_seq, summary_version, "
+    "summary_tokens, pending_calls, last_activity, reported_input_tokens"
+)
+
+
+def session_stats(row: Sequence[Any]) -> SessionStats:
+    return SessionStats(
+        session_id=row[0],
+        last_seq=row[1],
+        live_count=row[2],
+        live_tokens=row[3],
+        through_seq=row[4],
+        summary_version=row[5],
+        summary_tokens=row[6],
+        pending_calls=tuple(json.loads(row[7])),
+        last_activity=decode_time(row[8]),
+        reported_input_tokens=row[9],
+    )

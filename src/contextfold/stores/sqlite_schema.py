@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
-from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import Any
 
-from ..policy import SessionStats
-from .rows import decode_time
+from .rows import SESSION_COLS, session_stats
 
 __all__ = [
     "MIGRATIONS",
@@ -102,27 +98,6 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     (2, "due sessions and leases", _DUE_AND_LEASES),
     (3, "pii vault", _PII_VAULT),
 ]
-
-
-SESSION_COLS = (
-    "session_id, last_seq, live_count, live_tokens, through_seq, summary_version, "
-    "summary_tokens, pending_calls, last_activity, reported_input_tokens"
-)
-
-
-def session_stats(row: Sequence[Any]) -> SessionStats:
-    return SessionStats(
-        session_id=row[0],
-        last_seq=row[1],
-        live_count=row[2],
-        live_tokens=row[3],
-        through_seq=row[4],
-        summary_version=row[5],
-        summary_tokens=row[6],
-        pending_calls=tuple(json.loads(row[7])),
-        last_activity=decode_time(row[8]),
-        reported_input_tokens=row[9],
-    )
 
 
 def epoch(value: datetime | None) -> float | None:
