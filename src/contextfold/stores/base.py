@@ -27,12 +27,12 @@ Contract (checked by :mod:`contextfold.testing.conformance` on every store):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal, Protocol, runtime_checkable
 
-from ..messages import Message, StoredMessage
+from ..messages import Message, StoredMessage, check_sequence
 from ..policy import SessionStats
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "Snapshot",
     "Store",
     "Summary",
+    "plan_append",
 ]
 
 Retention = Literal["archive", "delete"]
@@ -147,6 +148,54 @@ class LedgerEntry:
     owner: str | None = None
     lease_token: int | None = None
     id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AppendPlan:
+    """What an append writes: ``fresh`` (seq, message) rows and the session's new totals;
+    ``result`` is what the store returns. Nothing to write when ``fresh`` is empty."""
+
+    fresh: list[tuple[int, PreparedMessage]]
+    result: AppendResult
+
+
+def plan_append(
+    stats: SessionStats,
+    items: Sequence[PreparedMessage],
+    known: Mapping[str, int],
+    now: datetime,
+) -> AppendPlan:
+    """The store-independent part of an append, shared by every store: messages whose
+    client id is already stored (``known``: client id → seq) or repeated in the batch are
+    not written again and get their existing seq; the rest get the next seqs; the sequence
+    rules are checked against the pending tool calls (``ValidationError`` before any
+    write); the totals are advanced."""
+    seen = dict(known)
+    seqs: list[int] = []
+    fresh: list[tuple[int, PreparedMessage]] = []
+    seq = stats.last_seq
+    for item in items:
+        mid = item.message.id
+        if mid is not None and mid in seen:
+            seqs.append(seen[mid])
+            continue
+        seq += 1
+        if mid is not None:
+            seen[mid] = seq
+        fresh.append((seq, item))
+        seqs.append(seq)
+    pending = check_sequence((i.message for _, i in fresh), stats.pending_calls)
+    if not fresh:
+        return AppendPlan(fresh, AppendResult(tuple(seqs), stats, len(items)))
+    new = replace(
+        stats,
+        last_seq=seq,
+        live_count=stats.live_count + len(fresh),
+        live_tokens=stats.live_tokens + sum(i.tokens for _, i in fresh),
+        pending_calls=pending,
+        last_activity=now,
+    )
+    return AppendPlan(fresh, AppendResult(tuple(seqs), new, len(items) - len(fresh)))
 
 
 @runtime_checkable

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
 from ..errors import ConfigError, ConflictError
-from ..messages import StoredMessage, check_sequence
+from ..messages import StoredMessage
 from ..policy import SessionStats
 from .base import (
     AppendResult,
@@ -23,6 +23,7 @@ from .base import (
     Retention,
     Snapshot,
     Summary,
+    plan_append,
 )
 
 __all__ = ["MemoryStore"]
@@ -63,47 +64,17 @@ class MemoryStore:
     ) -> AppendResult:
         sess = self._sessions.get(session_id)
         stats = sess.stats if sess else SessionStats(session_id=session_id)
-        ids = sess.ids if sess else {}
-        fresh: list[PreparedMessage] = []
-        batch_ids: set[str] = set()
-        for item in items:
-            mid = item.message.id
-            if mid is not None and (mid in ids or mid in batch_ids):
-                continue
-            if mid is not None:
-                batch_ids.add(mid)
-            fresh.append(item)
-        pending = check_sequence((i.message for i in fresh), stats.pending_calls)
+        plan = plan_append(stats, items, sess.ids if sess else {}, now)
+        if not plan.fresh:
+            return plan.result
         if sess is None:
             sess = self._sessions[session_id] = _Session(stats=stats)
-        seq = stats.last_seq
-        added_tokens = 0
-        seqs: list[int] = []
-        batch_seq: dict[str, int] = {}
-        for item in items:
-            mid = item.message.id
-            if mid is not None and mid in sess.ids:
-                seqs.append(sess.ids[mid])
-                continue
-            if mid is not None and mid in batch_seq:
-                seqs.append(batch_seq[mid])
-                continue
-            seq += 1
+        for seq, item in plan.fresh:
             sess.messages[seq] = StoredMessage(seq=seq, message=item.message, tokens=item.tokens)
-            if mid is not None:
-                batch_seq[mid] = seq
-            added_tokens += item.tokens
-            seqs.append(seq)
-        sess.ids.update(batch_seq)
-        sess.stats = replace(
-            stats,
-            last_seq=seq,
-            live_count=stats.live_count + len(fresh),
-            live_tokens=stats.live_tokens + added_tokens,
-            pending_calls=pending,
-            last_activity=now,
-        )
-        return AppendResult(tuple(seqs), sess.stats, len(items) - len(fresh))
+            if item.message.id is not None:
+                sess.ids[item.message.id] = seq
+        sess.stats = plan.result.stats
+        return plan.result
 
     async def stats(self, session_id: str) -> SessionStats | None:
         sess = self._sessions.get(session_id)

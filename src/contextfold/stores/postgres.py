@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from ..errors import ConfigError, ConflictError, ContextFoldError, StorageError
-from ..messages import StoredMessage, check_sequence
+from ..messages import StoredMessage
 from ..policy import SessionStats
 from .base import (
     AppendResult,
@@ -34,6 +34,7 @@ from .base import (
     Retention,
     Snapshot,
     Summary,
+    plan_append,
 )
 from .postgres_schema import (
     COMMIT_FOLD,
@@ -227,24 +228,12 @@ class PostgresStore:
                     (session_id, wanted),
                 )
                 known = {cid: seq for cid, seq in await cur.fetchall()}
-            seqs: list[int] = []
-            fresh: list[tuple[int, PreparedMessage]] = []
-            seq = stats.last_seq
-            for item in items:
-                mid = item.message.id
-                if mid is not None and mid in known:
-                    seqs.append(known[mid])
-                    continue
-                seq += 1
-                if mid is not None:
-                    known[mid] = seq
-                fresh.append((seq, item))
-                seqs.append(seq)
-            pending = check_sequence((i.message for _, i in fresh), stats.pending_calls)
-            if not fresh:
+            plan = plan_append(stats, items, known, now)
+            if not plan.fresh:
                 if stats.last_seq == 0:  # nothing stored: do not leave an empty session
-                    raise _NothingToWrite(AppendResult(tuple(seqs), stats, len(items)))
-                return AppendResult(tuple(seqs), stats, len(items))
+                    raise _NothingToWrite(plan.result)
+                return plan.result
+            fresh, new = plan.fresh, plan.result.stats
             async with conn.cursor() as cur:
                 await cur.executemany(
                     "INSERT INTO messages (session_id, seq, client_id, role, body, tokens, "
@@ -262,22 +251,14 @@ class PostgresStore:
                         for s, i in fresh
                     ],
                 )
-            added = sum(i.tokens for _, i in fresh)
+            added = new.live_tokens - stats.live_tokens
             await conn.execute(
                 "UPDATE sessions SET last_seq = %s, live_count = live_count + %s, "
                 "live_tokens = live_tokens + %s, pending_calls = %s, last_activity = %s "
                 "WHERE session_id = %s",
-                (seq, len(fresh), added, json.dumps(pending), now, session_id),
+                (new.last_seq, len(fresh), added, json.dumps(new.pending_calls), now, session_id),
             )
-            new = replace(
-                stats,
-                last_seq=seq,
-                live_count=stats.live_count + len(fresh),
-                live_tokens=stats.live_tokens + added,
-                pending_calls=pending,
-                last_activity=now,
-            )
-            return AppendResult(tuple(seqs), new, len(items) - len(fresh))
+            return plan.result
 
         try:
             return await self._tx(do)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..errors import ConfigError, ConflictError, ContextFoldError, StorageError
-from ..messages import StoredMessage, check_sequence
+from ..messages import StoredMessage
 from ..policy import SessionStats
 from . import sqlite_schema as schema
 from .base import (
@@ -37,6 +37,7 @@ from .base import (
     Retention,
     Snapshot,
     Summary,
+    plan_append,
 )
 from .rows import (
     LEDGER_COLUMNS,
@@ -183,31 +184,21 @@ class SQLiteStore:
                 f"SELECT {SESSION_COLS} FROM sessions WHERE session_id = ?", (session_id,)
             ).fetchone()
             stats = session_stats(row) if row else SessionStats(session_id=session_id)
-            seqs: list[int] = []
-            fresh: list[tuple[int, PreparedMessage]] = []
+            wanted = [i.message.id for i in items if i.message.id is not None]
             known: dict[str, int] = {}
-            seq = stats.last_seq
-            for item in items:
-                mid = item.message.id
-                if mid is not None:
-                    if mid not in known and row is not None:
-                        hit = conn.execute(
-                            "SELECT seq FROM messages WHERE session_id = ? AND client_id = ?",
-                            (session_id, mid),
-                        ).fetchone()
-                        if hit:
-                            known[mid] = hit[0]
-                    if mid in known:
-                        seqs.append(known[mid])
-                        continue
-                seq += 1
-                if mid is not None:
-                    known[mid] = seq
-                fresh.append((seq, item))
-                seqs.append(seq)
-            pending = check_sequence((i.message for _, i in fresh), stats.pending_calls)
-            if not fresh:
-                return AppendResult(tuple(seqs), stats, len(items))
+            if wanted and row is not None:
+                marks = ", ".join("?" for _ in wanted)
+                known = dict(
+                    conn.execute(
+                        "SELECT client_id, seq FROM messages WHERE session_id = ? "
+                        f"AND client_id IN ({marks})",
+                        (session_id, *wanted),
+                    ).fetchall()
+                )
+            plan = plan_append(stats, items, known, now)
+            if not plan.fresh:
+                return plan.result
+            fresh, new = plan.fresh, plan.result.stats
             stamp = encode_time(now)
             conn.executemany(
                 "INSERT INTO messages (session_id, seq, client_id, role, body, tokens, created_at)"
@@ -225,29 +216,36 @@ class SQLiteStore:
                     for s, i in fresh
                 ],
             )
-            added = sum(i.tokens for _, i in fresh)
+            added = new.live_tokens - stats.live_tokens
             if row is None:
                 conn.execute(
                     "INSERT INTO sessions (session_id, last_seq, live_count, live_tokens, "
                     "pending_calls, last_activity, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (session_id, seq, len(fresh), added, json.dumps(pending), stamp, stamp),
+                    (
+                        session_id,
+                        new.last_seq,
+                        len(fresh),
+                        added,
+                        json.dumps(new.pending_calls),
+                        stamp,
+                        stamp,
+                    ),
                 )
             else:
                 conn.execute(
                     "UPDATE sessions SET last_seq = ?, live_count = live_count + ?, "
                     "live_tokens = live_tokens + ?, pending_calls = ?, last_activity = ? "
                     "WHERE session_id = ?",
-                    (seq, len(fresh), added, json.dumps(pending), stamp, session_id),
+                    (
+                        new.last_seq,
+                        len(fresh),
+                        added,
+                        json.dumps(new.pending_calls),
+                        stamp,
+                        session_id,
+                    ),
                 )
-            new = replace(
-                stats,
-                last_seq=seq,
-                live_count=stats.live_count + len(fresh),
-                live_tokens=stats.live_tokens + added,
-                pending_calls=pending,
-                last_activity=now,
-            )
-            return AppendResult(tuple(seqs), new, len(items) - len(fresh))
+            return plan.result
 
         return await self._write(do)
 
