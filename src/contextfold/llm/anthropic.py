@@ -6,7 +6,6 @@ The SDK client is built with ``max_retries=0``: retries belong to
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,6 +16,7 @@ from ..messages import Message, render_text
 from .base import (
     Completion,
     FinishReason,
+    ProviderChat,
     Usage,
     check_request_allowed,
     json_schema_for,
@@ -45,7 +45,9 @@ _FINISH: dict[str, FinishReason] = {
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 
 
-class AnthropicChat:
+class AnthropicChat(ProviderChat):
+    provider = "anthropic"
+
     """A Claude model behind the Anthropic messages API. System messages go to the
     ``system`` field; structured output uses ``output_config.format`` (JSON schema).
     ``send_temperature=False`` for models that reject sampling parameters."""
@@ -62,17 +64,17 @@ class AnthropicChat:
         timeout: float = 60.0,
         default_headers: Mapping[str, str] | None = None,
     ) -> None:
-        if not model:
-            raise ConfigError("AnthropicChat needs a model name, e.g. 'claude-haiku-4-5'")
-        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
-        if not key:
-            raise ConfigError(
-                f"no API key for anthropic:{model}; set ANTHROPIC_API_KEY or pass api_key=..."
-            )
-        self.model = model
-        self.base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
-        self._context_window = context_window
-        self._structured = structured_output
+        key = self._configure(
+            model,
+            example="claude-haiku-4-5",
+            api_key=api_key,
+            key_env=("ANTHROPIC_API_KEY",),
+            base_url=base_url,
+            base_url_env="ANTHROPIC_BASE_URL",
+            default_base_url=DEFAULT_BASE_URL,
+            context_window=context_window,
+            structured_output=structured_output,
+        )
         self._send_temperature = send_temperature
         self._client = anthropic.AsyncAnthropic(
             api_key=key,
@@ -81,21 +83,6 @@ class AnthropicChat:
             timeout=timeout,
             default_headers=dict(default_headers or {}),
         )
-
-    @property
-    def name(self) -> str:
-        return f"anthropic:{self.model}"
-
-    @property
-    def context_window(self) -> int | None:
-        return self._context_window
-
-    @property
-    def supports_structured_output(self) -> bool:
-        return self._structured
-
-    def __repr__(self) -> str:
-        return f"AnthropicChat({self.model!r}, base_url={self.base_url!r})"
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -138,7 +125,8 @@ class AnthropicChat:
         except anthropic.APIResponseValidationError as exc:
             raise ProviderError(
                 f"{self.name} sent a reply that is not a message",
-                kind="invalid_response", provider=self.name,
+                kind="invalid_response",
+                provider=self.name,
             ) from exc
         except anthropic.APIConnectionError as exc:
             raise transport_error(self.name, exc) or ProviderError(

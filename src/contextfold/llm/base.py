@@ -223,3 +223,54 @@ def require_non_empty(provider: str, messages: Sequence[Message]) -> None:
     """Every provider rejects a request with no user turn; say so before sending it."""
     if not any(m.role != "system" for m in messages):
         raise ConfigError(f"{provider}: a request needs at least one non-system message")
+
+
+class ProviderChat:
+    """What the SDK-backed chat models share: model identity, the API key and base URL
+    from arguments or the environment (with the error that names what to set), and the
+    capability flags. Subclasses build their SDK client and implement ``complete``."""
+
+    provider: str = ""
+
+    def _configure(
+        self,
+        model: str,
+        *,
+        example: str,
+        api_key: str | None,
+        key_env: Sequence[str],
+        base_url: str | None,
+        base_url_env: str,
+        default_base_url: str,
+        context_window: int | None,
+        structured_output: bool,
+    ) -> str:
+        """Set the shared attributes; return the API key."""
+        if not model:
+            raise ConfigError(f"{type(self).__name__} needs a model name, e.g. {example!r}")
+        key = api_key or next((os.environ[v] for v in key_env if os.environ.get(v)), None)
+        if not key:
+            names = " (or ".join(key_env) + ")" * (len(key_env) - 1)
+            raise ConfigError(
+                f"no API key for {self.provider}:{model}; set {names} or pass api_key=..."
+            )
+        self.model = model
+        self.base_url = base_url or os.environ.get(base_url_env) or default_base_url
+        self._context_window = context_window
+        self._structured = structured_output
+        return key
+
+    @property
+    def name(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+    @property
+    def context_window(self) -> int | None:
+        return self._context_window
+
+    @property
+    def supports_structured_output(self) -> bool:
+        return self._structured
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.model!r}, base_url={self.base_url!r})"

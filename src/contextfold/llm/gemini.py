@@ -6,7 +6,6 @@ The client is built with ``HttpRetryOptions(attempts=1)``: retries belong to
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -18,6 +17,7 @@ from ..messages import Message, render_text
 from .base import (
     Completion,
     FinishReason,
+    ProviderChat,
     Usage,
     check_request_allowed,
     parse_structured,
@@ -50,7 +50,9 @@ DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 _DURATION = re.compile(r"^\s*([0-9.]+)s\s*$")
 
 
-class GeminiChat:
+class GeminiChat(ProviderChat):
+    provider = "gemini"
+
     """A Gemini model via ``generateContent``. Keys from ``GEMINI_API_KEY`` or
     ``GOOGLE_API_KEY``; structured output via ``response_json_schema``."""
 
@@ -64,18 +66,17 @@ class GeminiChat:
         structured_output: bool = True,
         timeout: float = 60.0,
     ) -> None:
-        if not model:
-            raise ConfigError("GeminiChat needs a model name, e.g. 'gemini-2.5-flash'")
-        key = api_key or os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
-        if not key:
-            raise ConfigError(
-                f"no API key for gemini:{model}; set GEMINI_API_KEY (or GOOGLE_API_KEY) "
-                "or pass api_key=..."
-            )
-        self.model = model
-        self.base_url = base_url or os.environ.get("GOOGLE_GEMINI_BASE_URL") or DEFAULT_BASE_URL
-        self._context_window = context_window
-        self._structured = structured_output
+        key = self._configure(
+            model,
+            example="gemini-2.5-flash",
+            api_key=api_key,
+            key_env=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+            base_url=base_url,
+            base_url_env="GOOGLE_GEMINI_BASE_URL",
+            default_base_url=DEFAULT_BASE_URL,
+            context_window=context_window,
+            structured_output=structured_output,
+        )
         self._client = genai.Client(
             api_key=key,
             http_options=genai_types.HttpOptions(
@@ -84,21 +85,6 @@ class GeminiChat:
                 retry_options=genai_types.HttpRetryOptions(attempts=1),
             ),
         )
-
-    @property
-    def name(self) -> str:
-        return f"gemini:{self.model}"
-
-    @property
-    def context_window(self) -> int | None:
-        return self._context_window
-
-    @property
-    def supports_structured_output(self) -> bool:
-        return self._structured
-
-    def __repr__(self) -> str:
-        return f"GeminiChat({self.model!r}, base_url={self.base_url!r})"
 
     async def aclose(self) -> None:
         await self._client.aio.aclose()
@@ -199,6 +185,10 @@ class GeminiChat:
         if exc.code == 429 and quota is None:
             quota = False
         return status_error(
-            self.name, int(exc.code or 0), str(exc.message or exc.status or ""),
-            code=str(exc.status) if exc.status else None, headers=headers, quota=quota,
+            self.name,
+            int(exc.code or 0),
+            str(exc.message or exc.status or ""),
+            code=str(exc.status) if exc.status else None,
+            headers=headers,
+            quota=quota,
         )

@@ -7,7 +7,6 @@ The SDK client is built with ``max_retries=0``: retries belong to
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,6 +17,7 @@ from ..messages import Message
 from .base import (
     Completion,
     FinishReason,
+    ProviderChat,
     Usage,
     check_request_allowed,
     json_schema_for,
@@ -45,7 +45,7 @@ _FINISH: dict[str, FinishReason] = {
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
-class OpenAIChat:
+class OpenAIChat(ProviderChat):
     """A chat model behind the OpenAI chat-completions API.
 
     ``provider`` is the name in ``provider:model`` (``openai``, ``ollama``,
@@ -67,18 +67,18 @@ class OpenAIChat:
         timeout: float = 60.0,
         default_headers: Mapping[str, str] | None = None,
     ) -> None:
-        if not model:
-            raise ConfigError("OpenAIChat needs a model name, e.g. 'gpt-4o-mini'")
-        key = api_key or os.environ.get("OPENAI_API_KEY")
-        if not key:
-            raise ConfigError(
-                f"no API key for {provider}:{model}; set OPENAI_API_KEY or pass api_key=..."
-            )
-        self.model = model
         self.provider = provider
-        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-        self._context_window = context_window
-        self._structured = structured_output
+        key = self._configure(
+            model,
+            example="gpt-4o-mini",
+            api_key=api_key,
+            key_env=("OPENAI_API_KEY",),
+            base_url=base_url,
+            base_url_env="OPENAI_BASE_URL",
+            default_base_url=DEFAULT_BASE_URL,
+            context_window=context_window,
+            structured_output=structured_output,
+        )
         self._client = openai.AsyncOpenAI(
             api_key=key,
             base_url=self.base_url,
@@ -86,18 +86,6 @@ class OpenAIChat:
             timeout=timeout,
             default_headers=dict(default_headers or {}),
         )
-
-    @property
-    def name(self) -> str:
-        return f"{self.provider}:{self.model}"
-
-    @property
-    def context_window(self) -> int | None:
-        return self._context_window
-
-    @property
-    def supports_structured_output(self) -> bool:
-        return self._structured
 
     def __repr__(self) -> str:
         return f"OpenAIChat({self.model!r}, provider={self.provider!r}, base_url={self.base_url!r})"
@@ -142,7 +130,8 @@ class OpenAIChat:
         except openai.APIResponseValidationError as exc:
             raise ProviderError(
                 f"{self.name} sent a reply that is not a chat completion",
-                kind="invalid_response", provider=self.name,
+                kind="invalid_response",
+                provider=self.name,
             ) from exc
         except openai.APIConnectionError as exc:
             raise _transport(self.name, exc) from exc

@@ -168,12 +168,18 @@ async def complete_with_retry(
         if left is not None and delay >= left:
             logger.info(
                 "%s call failed (%s); not retrying: waiting %.2fs would pass the deadline",
-                model.name, error.kind, delay,
+                model.name,
+                error.kind,
+                delay,
             )
             raise error
         logger.info(
             "%s call failed (%s%s); retry %d/%d in %.2fs",
-            model.name, error.kind, f", HTTP {error.status}" if error.status else "",
-            retry, policy.max_retries, delay,
+            model.name,
+            error.kind,
+            f", HTTP {error.status}" if error.status else "",
+            retry,
+            policy.max_retries,
+            delay,
         )
         await sleep(delay)
