@@ -48,11 +48,17 @@ class Served:
     keys: dict[str, str] = field(default_factory=dict)
 
     def key(self, tenant: str) -> str:
+        """A key for ``tenant`` (made in-process, as ``contextfold keys create`` does; the
+        command itself is tested in test_errors)."""
         if tenant not in self.keys:
-            done = cli("keys", "create", "--tenant", tenant, "--db", self.store, "--json",
-                       env=self.env)
-            assert done.returncode == 0, done.stderr
-            self.keys[tenant] = json.loads(done.stdout)["key"]
+            from contextfold.server.catalog import open_catalog
+            from contextfold.server.keys import create_key
+
+            catalog = open_catalog(self.store)
+            try:
+                self.keys[tenant] = create_key(catalog, tenant)[0]
+            finally:
+                catalog.close()
         return self.keys[tenant]
 
     def client(self, tenant: str | None = None, **kwargs: Any) -> httpx.Client:

@@ -4,9 +4,12 @@ secret or private in any response or log line."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -134,49 +137,52 @@ def test_422_invalid_settings_and_parameters(alice: httpx.Client) -> None:
                    "validation_error")
 
 
-def test_409_fold_conflict_while_a_fold_runs(tmp_path: Path) -> None:
-    from contextfold.testing.provider_servers import OpenAIServer, ServerReply
+@pytest.fixture(scope="module")
+def slow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, Any]]:
+    """A server whose summarizer is a (scriptable, fake) OpenAI-compatible model, with a
+    tight per-key rate limit: 1 request per second, bursts of 3."""
+    from contextfold.testing.provider_servers import OpenAIServer
 
     with OpenAIServer() as fake:
-        fake.script(ServerReply.hang(3.0))
-        served = start_server(tmp_path, config={
+        served = start_server(tmp_path_factory.mktemp("slow"), config={
             "model": f"openai-compatible:fake@{fake.url}",
-            "limits": {"requests_per_second": 0}})
-        try:
-            with served.client("t") as c:
-                s = sid()
-                c.post(f"/v1/sessions/{s}/messages",
-                       json={"messages": [user("q " * 50), {"role": "assistant",
-                                                             "content": "a " * 50}] * 3})
-                import threading
-
-                first: list[httpx.Response] = []
-                t = threading.Thread(target=lambda: first.append(
-                    c.post(f"/v1/sessions/{s}/fold", json={"force": True})))
-                t.start()
-                time.sleep(1.0)
-                second = c.post(f"/v1/sessions/{s}/fold", json={"force": True})
-                t.join()
-                assert_problem(second, 409, "fold_conflict")
-                assert first[0].status_code == 200 and first[0].json()["status"] == "committed"
-        finally:
-            served.stop()
-
-
-def test_429_rate_limit_with_retry_after(tmp_path: Path) -> None:
-    served = start_server(tmp_path, config={"limits": {"requests_per_second": 1, "burst": 3}})
-    try:
-        with served.client("slow") as c, served.client("other") as other:
-            codes = [c.get("/v1/sessions").status_code for _ in range(5)]
-            assert codes[:3] == [200, 200, 200] and 429 in codes[3:]
-            r = c.get("/v1/sessions")
-            assert_problem(r, 429, "rate_limited")
-            assert int(r.headers["retry-after"]) >= 1
-            assert other.get("/v1/sessions").status_code == 200  # per key
-            time.sleep(1.1)
-            assert c.get("/v1/sessions").status_code == 200
-    finally:
+            "limits": {"requests_per_second": 1, "burst": 3}})
+        yield served, fake
         served.stop()
+
+
+def test_409_fold_conflict_while_a_fold_runs(slow_server: tuple[Served, Any]) -> None:
+    from contextfold.testing.provider_servers import ServerReply
+
+    served, fake = slow_server
+    fake.script(ServerReply.hang(2.0))
+    with served.client("folder") as c:  # three requests: within the burst
+        s = sid()
+        c.post(f"/v1/sessions/{s}/messages",
+               json={"messages": [user("q " * 50), {"role": "assistant",
+                                                     "content": "a " * 50}] * 3})
+        first: list[httpx.Response] = []
+        t = threading.Thread(target=lambda: first.append(
+            c.post(f"/v1/sessions/{s}/fold", json={"force": True})))
+        t.start()
+        time.sleep(0.8)
+        second = c.post(f"/v1/sessions/{s}/fold", json={"force": True})
+        t.join()
+        assert_problem(second, 409, "fold_conflict")
+        assert first[0].status_code == 200 and first[0].json()["status"] == "committed"
+
+
+def test_429_rate_limit_with_retry_after(slow_server: tuple[Served, Any]) -> None:
+    served, _ = slow_server
+    with served.client("hasty") as c, served.client("other") as other:
+        codes = [c.get("/v1/sessions").status_code for _ in range(5)]
+        assert codes[:3] == [200, 200, 200] and 429 in codes[3:]
+        r = c.get("/v1/sessions")
+        assert_problem(r, 429, "rate_limited")
+        assert int(r.headers["retry-after"]) >= 1
+        assert other.get("/v1/sessions").status_code == 200  # per key
+        time.sleep(1.1)
+        assert c.get("/v1/sessions").status_code == 200
 
 
 @pytest.mark.postgres

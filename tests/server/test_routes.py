@@ -193,7 +193,8 @@ def test_health_ready_metrics_openapi(server: Served, alice: httpx.Client) -> No
     assert httpx.get(f"{server.url}/readyz").json() == {"status": "ready"}
     alice.post(f"/v1/sessions/{sid()}/messages", json={"messages": [user("hi")]})
     text = httpx.get(f"{server.url}/metrics").text
-    assert 'contextfold_http_requests_total{method="POST",route="/v1/sessions/{session_id}/messages"' in text
+    route = 'route="/v1/sessions/{session_id}/messages"'
+    assert f'contextfold_http_requests_total{{method="POST",{route}' in text
     assert "contextfold_http_request_duration_seconds_bucket" in text
     assert "contextfold_messages_appended_total" in text
     doc = httpx.get(f"{server.url}/openapi.json").json()
