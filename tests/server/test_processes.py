@@ -55,3 +55,29 @@ def test_two_processes_share_keys_sessions_and_metrics(tmp_path: Path) -> None:
             assert total == 60  # both processes' requests, whichever answered /metrics
         finally:
             served.stop()
+
+
+def test_deferred_folds_are_left_to_contextfold_worker(tmp_path: Path) -> None:
+    from .conftest import cli
+
+    served = start_server(tmp_path, config={"fold": "deferred",
+                                            "defaults": {"budget": 2000, "keep_last": 2}})
+    try:
+        with served.client("deferred") as c:
+            s = "long-chat"
+            batch = [user(f"turn {i}: " + "words and more words " * 50, f"m{i}")
+                     for i in range(12)]
+            r = c.post(f"/v1/sessions/{s}/messages", json={"messages": batch})
+            assert r.status_code == 200 and r.json()["fold"] is None  # only marked due
+            assert c.get(f"/v1/sessions/{s}/summary").json()["summary"] is None
+            view = c.get(f"/v1/sessions/{s}/context").json()
+            assert view["tokens"] <= 2000 and view["trimmed"]  # over budget: trimmed view
+            done = cli("worker", "--store", served.store, "--once", "--max-tokens", "2000",
+                       env=served.env)
+            assert done.returncode == 0, done.stderr
+            summary = c.get(f"/v1/sessions/{s}/summary").json()["summary"]
+            assert summary is not None and summary["through_seq"] >= 1
+            ledger = c.get(f"/v1/sessions/{s}/ledger").json()["entries"]
+            assert ledger[0]["outcome"] == "committed"
+    finally:
+        served.stop()
