@@ -185,3 +185,35 @@ def test_run_inline_refuses_a_step_that_suspends() -> None:
     assert run_inline(hops(), loop) == "contextfold-loop"
     loop.stop()
     assert asyncio.run(hops()) == threading.current_thread().name
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_one_memory_shared_by_threads_loses_nothing(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Steps now run in their callers' threads: the stores serialise their own I/O."""
+    memory = Memory(make_store(kind, tmp_path, request), policy=MessageCount(8, fold=4))
+    errors: list[BaseException] = []
+
+    def writer(w: int) -> None:
+        try:
+            for i in range(30):
+                sid = "shared" if i % 2 else f"own{w}"
+                memory.add(sid, {"role": "user", "content": f"w{w} i{i} note {i * 7}"})
+                memory.context(sid)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for sid, expected in [("shared", 60), *((f"own{w}", 15) for w in range(4))]:
+        stats = memory.stats(sid)
+        assert stats is not None and stats.last_seq == expected
+        stored = memory.messages(sid)
+        assert [m.seq for m in stored] == list(range(1, expected + 1))
+        assert stats.live_count == sum(not m.folded for m in stored)
+    memory.close()
