@@ -25,6 +25,7 @@ import asyncio
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -165,6 +166,7 @@ class AsyncMemory:
         self.clock = clock
         self._reserved = self._fixed_tokens(system, tools)
         self._inflight: set[str] = set()
+        self._recent_summaries: deque[int] = deque(maxlen=8)  # tokens of the last folds
         self._setup_done = False
         self._setup_lock = asyncio.Lock()
         self._setup_thread_lock = threading.Lock()  # the sync front's steps
@@ -255,6 +257,19 @@ class AsyncMemory:
     def _with_reserved(self, stats: SessionStats) -> SessionStats:
         return replace(stats, reserved_tokens=self._reserved)
 
+    def expected_summary_tokens(self, stats: SessionStats) -> int | None:
+        """What the next fold's summary is expected to cost in the context, for the
+        policy's plan (it bounds this by its cap): None for a summarizer that fills its
+        cap (``fills_cap``, the extractive one) or before anything is known; else the
+        larger of this session's current summary and the recent summaries this memory
+        committed — a rolling summary rarely shrinks, and a bigger one than planned only
+        makes the view trim and the next fold come sooner."""
+        if getattr(self.summarizer, "fills_cap", False) is True:
+            return None
+        known = [stats.summary_tokens] if stats.summary_version else []
+        known.extend(self._recent_summaries)
+        return max(known) if known else None
+
     def _wants_fold(self, stats: SessionStats) -> bool:
         return self.policy.triggered(self._with_reserved(stats), self.clock())
 
@@ -292,7 +307,11 @@ class AsyncMemory:
         snap = await store.snapshot(sid)
         if snap is None:
             return None
-        stats = self._with_reserved(snap.stats)
+        stats = replace(
+            snap.stats,
+            reserved_tokens=self._reserved,
+            expected_summary_tokens=self.expected_summary_tokens(snap.stats),
+        )
         now = self.clock()
         if not force and not self.policy.triggered(stats, now):
             return None
@@ -389,6 +408,7 @@ class AsyncMemory:
             return await self._failed(store, entry, started, exc, "conflict")
         except ContextFoldError as exc:
             return await self._failed(store, entry, started, exc)
+        self._recent_summaries.append(tokens)
         log.info(
             "folded session %s: seq %d..%d (%d messages, %d tokens) in %.0f ms",
             sid,
