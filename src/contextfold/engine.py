@@ -23,8 +23,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -42,10 +45,19 @@ from .messages import (
     coerce_message,
     with_timestamp,
 )
-from .outcomes import AddResult, BatchResult, FoldOutcome, FoldStatus, Usage
+from .outcomes import (
+    AddResult,
+    BatchResult,
+    FoldOutcome,
+    FoldStatus,
+    Usage,
+    error_text,
+    record_cancelled,
+    record_failure,
+)
 from .policy import FoldPlan, Policy, SessionStats, TokenBudget, safe_cuts
 from .privacy import Redactor
-from .privacy.guard import PrivacyGuard, redact_log_text
+from .privacy.guard import PrivacyGuard
 from .stores import open_store
 from .stores.base import (
     FoldCommit,
@@ -83,13 +95,6 @@ async def _call_summarizer(summarizer: Summarizer, request: SummaryRequest) -> S
     return await summarizer.summarize(request)
 
 
-def error_text(exc: BaseException) -> str:
-    """A one-line description of an error for the ledger and logs (bounded length), with
-    personal data redacted: provider errors may quote the request."""
-    text = redact_log_text(" ".join(str(exc).split()))
-    return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
-
-
 class AsyncMemory:
     """Bounded conversation memory, async.
 
@@ -108,6 +113,9 @@ class AsyncMemory:
     (``redact_summary``, default on), in messages before they are stored
     (``redact_messages``, default off); ledger error text always. ``reversible=True`` keeps
     placeholder → value in the store (deleted with the session) for :meth:`restore`.
+    ``fold_lease_seconds``: a fold (inline, ``fold``, ``fold_many``) first takes this
+    session's short lease, the one workers use, so processes sharing a store never fold
+    one session at once: the second gets a ``skipped`` outcome. 0 switches it off.
     """
 
     def __init__(
@@ -129,6 +137,7 @@ class AsyncMemory:
         redact_summary: bool = True,
         redact_messages: bool = False,
         reversible: bool = False,
+        fold_lease_seconds: float = 120.0,
     ) -> None:
         if fold not in ("inline", "manual", "deferred"):
             raise ConfigError(f"fold must be 'inline', 'manual' or 'deferred', got {fold!r}")
@@ -166,6 +175,11 @@ class AsyncMemory:
         self.clock = clock
         self._reserved = self._fixed_tokens(system, tools)
         self._inflight: set[str] = set()
+        if isinstance(fold_lease_seconds, bool) or not fold_lease_seconds >= 0:
+            raise ConfigError(f"fold_lease_seconds must be >= 0, got {fold_lease_seconds!r}")
+        self.fold_lease_seconds = float(fold_lease_seconds)
+        self._owner = f"fold:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._lease_taken: dict[str, float] = {}
         self._recent_summaries: deque[int] = deque(maxlen=8)  # tokens of the last folds
         self._setup_done = False
         self._setup_lock = asyncio.Lock()
@@ -299,9 +313,51 @@ class AsyncMemory:
             return FoldOutcome(sid, "skipped", "a fold of this session is already running")
         self._inflight.add(sid)
         try:
-            return await self._fold(sid, force, key, lease)
+            if lease is not None or not self.fold_lease_seconds:
+                return await self._fold(sid, force, key, lease)
+            return await self._fold_leased(sid, force, key)
         finally:
             self._inflight.discard(sid)
+
+    async def _fold_leased(self, sid: str, force: bool, key: str | None) -> FoldOutcome:
+        """One folder per session without workers: take the short lease workers use
+        before reading the session and calling the summarizer; if another process holds
+        it, skip (its fold is under way) instead of racing it to a conflict."""
+        store = await self._ready()
+        own = await store.claim(sid, self._owner, lease_seconds=self.fold_lease_seconds)
+        if own is None:
+            if await store.stats(sid) is None:
+                return FoldOutcome(sid, "skipped", "policy did not fire")
+            return FoldOutcome(sid, "skipped", "another process is folding this session")
+        self._lease_taken[sid] = time.monotonic()
+        try:
+            return await self._fold(sid, force, key, own)
+        finally:
+            self._lease_taken.pop(sid, None)
+            release = store.release(own, due_at=None, as_of_seq=-1)
+            try:  # best effort: an unreleased lease expires on its own
+                await (release if inline() else asyncio.shield(release))
+            except (ContextFoldError, asyncio.CancelledError):
+                log.warning("could not release the fold lease of %s", sid)
+
+    async def _fresh_lease(self, store: Store, lease: Lease | None) -> Lease | None:
+        """Before committing: renew a lease this memory took itself if half of it has
+        passed (a slow summarizer), or take it again if it lapsed unclaimed."""
+        taken = self._lease_taken.get(lease.session_id) if lease is not None else None
+        if lease is None or taken is None:
+            return lease
+        if time.monotonic() - taken < self.fold_lease_seconds / 2:
+            return lease
+        renewed = await store.renew(lease, lease_seconds=self.fold_lease_seconds)
+        if renewed is None:
+            renewed = await store.claim(
+                lease.session_id, self._owner, lease_seconds=self.fold_lease_seconds
+            )
+        if renewed is None:
+            raise ConflictError(
+                f"the fold lease on session {lease.session_id!r} was taken over; fenced off"
+            )
+        return renewed
 
     async def _plan(self, store: Store, sid: str, force: bool) -> tuple[Snapshot, FoldPlan] | None:
         snap = await store.snapshot(sid)
@@ -378,7 +434,7 @@ class AsyncMemory:
                 if clean != result.text:  # placeholders change the length: check again
                     result = check_summary(replace(result, text=clean), request)
         except asyncio.CancelledError:
-            await self._cancelled(store, base, started)
+            await record_cancelled(store, base, started)
             raise
         except Exception as exc:
             err = (
@@ -386,7 +442,7 @@ class AsyncMemory:
             )
             if err is not exc:
                 err.__cause__ = exc
-            return await self._failed(store, base, started, err)
+            return await record_failure(store, base, started, err, raise_errors=self.raise_errors)
         tokens = count_message(self.counter, render_summary(result.text))
         entry = replace(
             base,
@@ -398,16 +454,19 @@ class AsyncMemory:
             model=result.model or self.summarizer.name,
             latency_ms=(time.perf_counter() - started) * 1000,
         )
-        commit = FoldCommit(
-            sid, stats.summary_version, plan.lo, plan.hi, result.text, tokens, lease
-        )
         try:
             await privacy.end(sid)  # the mapping is written before any text that uses it
+            lease = await self._fresh_lease(store, lease)
+            commit = FoldCommit(
+                sid, stats.summary_version, plan.lo, plan.hi, result.text, tokens, lease
+            )
             summary = await store.commit_fold(commit, entry)
         except ConflictError as exc:
-            return await self._failed(store, entry, started, exc, "conflict")
+            return await record_failure(
+                store, entry, started, exc, "conflict", raise_errors=self.raise_errors
+            )
         except ContextFoldError as exc:
-            return await self._failed(store, entry, started, exc)
+            return await record_failure(store, entry, started, exc, raise_errors=self.raise_errors)
         self._recent_summaries.append(tokens)
         log.info(
             "folded session %s: seq %d..%d (%d messages, %d tokens) in %.0f ms",
@@ -433,69 +492,6 @@ class AsyncMemory:
             result.calls,
             entry.latency_ms,
             tuple(m.message.id for m in span if m.message.id),
-        )
-
-    async def _cancelled(self, store: Store, entry: LedgerEntry, started: float) -> None:
-        """A fold cancelled before its commit wrote nothing; its attempt still gets its
-        ledger row (best effort, shielded from a second cancellation)."""
-        entry = replace(
-            entry,
-            outcome="cancelled",
-            error_class="CancelledError",
-            latency_ms=(time.perf_counter() - started) * 1000,
-        )
-        try:
-            await asyncio.shield(store.record_attempt(entry))
-        except (ContextFoldError, asyncio.CancelledError):
-            log.warning("could not record the cancelled fold of %s", entry.session_id)
-
-    async def _failed(
-        self,
-        store: Store,
-        entry: LedgerEntry,
-        started: float,
-        exc: ContextFoldError,
-        outcome: Literal["failed", "conflict"] = "failed",
-    ) -> FoldOutcome:
-        if isinstance(exc, SummarizationError):
-            entry = replace(
-                entry,
-                calls=1 if exc.calls is None else exc.calls,
-                input_tokens=exc.input_tokens,
-                output_tokens=exc.output_tokens,
-            )
-        entry = replace(
-            entry,
-            outcome=outcome,
-            error_class=type(exc.__cause__ or exc).__name__,
-            error=error_text(exc),
-            latency_ms=(time.perf_counter() - started) * 1000,
-        )
-        try:
-            await store.record_attempt(entry)
-        except ContextFoldError as rec_exc:
-            log.warning(
-                "could not record the failed fold of %s: %s",
-                entry.session_id,
-                type(rec_exc).__name__,
-            )
-        log.warning("fold of session %s %s: %s", entry.session_id, outcome, entry.error_class)
-        if self.raise_errors:
-            raise exc
-        return FoldOutcome(
-            entry.session_id,
-            outcome,
-            entry.reason,
-            entry.lo,
-            entry.hi,
-            0,
-            0,
-            None,
-            exc,
-            entry.input_tokens,
-            entry.output_tokens,
-            entry.calls,
-            entry.latency_ms,
         )
 
     async def fold_many(
@@ -585,23 +581,7 @@ class AsyncMemory:
 
     async def usage(self, session_id: str | None = None) -> Usage:
         """Summarizer usage totals (all sessions when ``session_id`` is None)."""
-        rows = await self.ledger(session_id, limit=None)
-        by_model: dict[str, int] = {}
-        for r in rows:
-            by_model[r.model or "?"] = (
-                by_model.get(r.model or "?", 0) + r.input_tokens + r.output_tokens
-            )
-        done = [r for r in rows if r.outcome == "committed"]
-        return Usage(
-            folds=len(done),
-            failed=len(rows) - len(done),
-            calls=sum(r.calls for r in rows),
-            input_tokens=sum(r.input_tokens for r in rows),
-            output_tokens=sum(r.output_tokens for r in rows),
-            messages_folded=sum(r.messages_folded for r in done),
-            tokens_folded=sum(r.tokens_folded for r in done),
-            by_model=by_model,
-        )
+        return Usage.from_ledger(await self.ledger(session_id, limit=None))
 
     async def delete(self, session_id: str) -> bool:
         """Delete a session: messages, summary, ledger rows and its PII vault."""

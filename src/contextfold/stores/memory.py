@@ -288,6 +288,17 @@ class MemoryStore:
         return leases
 
     @_atomic
+    async def claim(self, session_id: str, owner: str, *, lease_seconds: float) -> Lease | None:
+        sess = self._sessions.get(session_id)
+        now = datetime.now(timezone.utc)
+        if sess is None or (sess.lease is not None and sess.lease.expires_at > now):
+            return None
+        sess.lease_epoch += 1
+        expires = datetime.fromtimestamp(time.time() + lease_seconds, timezone.utc)
+        sess.lease = Lease(session_id, owner, sess.lease_epoch, expires)
+        return sess.lease
+
+    @_atomic
     async def renew(self, lease: Lease, *, lease_seconds: float) -> Lease | None:
         sess = self._sessions.get(lease.session_id)
         if sess is None or not self._holds(sess, lease):

@@ -41,6 +41,7 @@ from .base import (
     plan_append,
 )
 from .postgres_schema import (
+    CLAIM_SESSION,
     COMMIT_FOLD,
     LEDGER_INSERT,
     LEDGER_SELECT,
@@ -431,6 +432,14 @@ class PostgresStore:
             )
             rows = sorted(await cur.fetchall(), key=lambda r: (r[3], r[0]))
             return [Lease(sid, owner, token, expires) for sid, token, expires, _ in rows]
+
+        return await self._tx(do, single=True)
+
+    async def claim(self, session_id: str, owner: str, *, lease_seconds: float) -> Lease | None:
+        async def do(conn: Conn) -> Lease | None:
+            cur = await conn.execute(CLAIM_SESSION, (owner, float(lease_seconds), session_id))
+            row = await cur.fetchone()
+            return None if row is None else Lease(session_id, owner, row[0], row[1])
 
         return await self._tx(do, single=True)
 

@@ -10,6 +10,7 @@ from .base import FoldCommit, LedgerEntry
 from .rows import LEDGER_COLUMNS, ledger_values
 
 __all__ = [
+    "CLAIM_SESSION",
     "COMMIT_FOLD",
     "LEDGER_INSERT",
     "LEDGER_SELECT",
@@ -169,6 +170,13 @@ WITH span AS (
 )
 SELECT 1 FROM upd
 """
+
+#: Lease one session (due or not) unless its lease is unexpired; server clock.
+CLAIM_SESSION = (
+    "UPDATE sessions SET lease_owner = %s, lease_expires = now() + make_interval(secs => %s), "
+    "lease_token = lease_token + 1 WHERE session_id = %s "
+    "AND (lease_expires IS NULL OR lease_expires <= now()) RETURNING lease_token, lease_expires"
+)
 
 MIGRATION_LOCK = 0x636F6E74  # advisory lock key ("cont"), scoped to the database
 

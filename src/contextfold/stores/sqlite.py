@@ -364,6 +364,11 @@ class SQLiteStore:
 
         return await self._write(do)
 
+    async def claim(self, session_id: str, owner: str, *, lease_seconds: float) -> Lease | None:
+        return await self._write(
+            lambda conn: schema.claim_session(conn, session_id, owner, lease_seconds)
+        )
+
     async def renew(self, lease: Lease, *, lease_seconds: float) -> Lease | None:
         def do(conn: sqlite3.Connection) -> Lease | None:
             now = time.time()

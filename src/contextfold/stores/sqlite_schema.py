@@ -6,11 +6,13 @@ import sqlite3
 import time
 from datetime import datetime, timezone
 
+from .base import Lease
 from .rows import SESSION_COLS, session_stats
 
 __all__ = [
     "MIGRATIONS",
     "SESSION_COLS",
+    "claim_session",
     "enable_wal",
     "epoch",
     "from_epoch",
@@ -141,3 +143,21 @@ def enable_wal(conn: sqlite3.Connection, timeout_s: float) -> None:
             if "locked" not in str(exc) or time.monotonic() > deadline:
                 raise
             time.sleep(0.01)
+
+
+def claim_session(
+    conn: sqlite3.Connection, session_id: str, owner: str, lease_seconds: float
+) -> Lease | None:
+    """Lease one session unless its current lease is unexpired (inside a write tx)."""
+    now = time.time()
+    cur = conn.execute(
+        "UPDATE sessions SET lease_owner = ?, lease_expires = ?, lease_token = lease_token + 1 "
+        "WHERE session_id = ? AND (lease_expires IS NULL OR lease_expires <= ?)",
+        (owner, now + lease_seconds, session_id, now),
+    )
+    if cur.rowcount != 1:
+        return None
+    (token,) = conn.execute(
+        "SELECT lease_token FROM sessions WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    return Lease(session_id, owner, token, from_epoch(now + lease_seconds))
