@@ -34,8 +34,10 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any, Literal, TypeVar
 
+from .batch import fold_in_waves
 from .context import Context, build_context, render_summary, summary_overhead
 from .errors import ConfigError, ConflictError, ContextFoldError, SummarizationError
+from .exclusive import fold_exclusively, fresh_lease
 from .inline import inline, run_elsewhere
 from .messages import (
     DEFAULT_MAX_MESSAGE_CHARS,
@@ -115,7 +117,8 @@ class AsyncMemory:
     placeholder → value in the store (deleted with the session) for :meth:`restore`.
     ``fold_lease_seconds``: a fold (inline, ``fold``, ``fold_many``) first takes this
     session's short lease, the one workers use, so processes sharing a store never fold
-    one session at once: the second gets a ``skipped`` outcome. 0 switches it off.
+    one session at once: the second gets a ``skipped`` outcome. A process killed mid-fold
+    holds it until it expires (the view still keeps to the budget). 0 switches it off.
     """
 
     def __init__(
@@ -137,7 +140,7 @@ class AsyncMemory:
         redact_summary: bool = True,
         redact_messages: bool = False,
         reversible: bool = False,
-        fold_lease_seconds: float = 120.0,
+        fold_lease_seconds: float = 60.0,
     ) -> None:
         if fold not in ("inline", "manual", "deferred"):
             raise ConfigError(f"fold must be 'inline', 'manual' or 'deferred', got {fold!r}")
@@ -315,52 +318,36 @@ class AsyncMemory:
         try:
             if lease is not None or not self.fold_lease_seconds:
                 return await self._fold(sid, force, key, lease)
-            return await self._fold_leased(sid, force, key)
+            return await fold_exclusively(self, sid, force, key)
         finally:
             self._inflight.discard(sid)
 
-    async def _fold_leased(self, sid: str, force: bool, key: str | None) -> FoldOutcome:
-        """One folder per session without workers: take the short lease workers use
-        before reading the session and calling the summarizer; if another process holds
-        it, skip (its fold is under way) instead of racing it to a conflict."""
-        store = await self._ready()
-        own = await store.claim(sid, self._owner, lease_seconds=self.fold_lease_seconds)
-        if own is None:
-            if await store.stats(sid) is None:
-                return FoldOutcome(sid, "skipped", "policy did not fire")
-            return FoldOutcome(sid, "skipped", "another process is folding this session")
-        self._lease_taken[sid] = time.monotonic()
+    async def _fold_with(
+        self,
+        sid: str,
+        force: bool,
+        key: str | None,
+        lease: Lease | None,
+        snap: Snapshot,
+        taken: float,
+    ) -> FoldOutcome:
+        """A ``fold_many`` fold: its wave took the lease (at ``taken``) and the snapshot."""
+        if sid in self._inflight:
+            return FoldOutcome(sid, "skipped", "a fold of this session is already running")
+        self._inflight.add(sid)
+        if lease is not None:
+            self._lease_taken[sid] = taken
         try:
-            return await self._fold(sid, force, key, own)
+            return await self._fold(sid, force, key, lease, snap)
         finally:
+            self._inflight.discard(sid)
             self._lease_taken.pop(sid, None)
-            release = store.release(own, due_at=None, as_of_seq=-1)
-            try:  # best effort: an unreleased lease expires on its own
-                await (release if inline() else asyncio.shield(release))
-            except (ContextFoldError, asyncio.CancelledError):
-                log.warning("could not release the fold lease of %s", sid)
 
-    async def _fresh_lease(self, store: Store, lease: Lease | None) -> Lease | None:
-        """Before committing: renew a lease this memory took itself if half of it has
-        passed (a slow summarizer), or take it again if it lapsed unclaimed."""
-        taken = self._lease_taken.get(lease.session_id) if lease is not None else None
-        if lease is None or taken is None:
-            return lease
-        if time.monotonic() - taken < self.fold_lease_seconds / 2:
-            return lease
-        renewed = await store.renew(lease, lease_seconds=self.fold_lease_seconds)
-        if renewed is None:
-            renewed = await store.claim(
-                lease.session_id, self._owner, lease_seconds=self.fold_lease_seconds
-            )
-        if renewed is None:
-            raise ConflictError(
-                f"the fold lease on session {lease.session_id!r} was taken over; fenced off"
-            )
-        return renewed
-
-    async def _plan(self, store: Store, sid: str, force: bool) -> tuple[Snapshot, FoldPlan] | None:
-        snap = await store.snapshot(sid)
+    async def _plan(
+        self, store: Store, sid: str, force: bool, snap: Snapshot | None = None
+    ) -> tuple[Snapshot, FoldPlan] | None:
+        if snap is None:  # fold_many passes the snapshot it read for the whole wave
+            snap = await store.snapshot(sid)
         if snap is None:
             return None
         stats = replace(
@@ -381,10 +368,15 @@ class AsyncMemory:
         return (snap, plan) if plan is not None else None
 
     async def _fold(
-        self, sid: str, force: bool, key: str | None, lease: Lease | None
+        self,
+        sid: str,
+        force: bool,
+        key: str | None,
+        lease: Lease | None,
+        snap: Snapshot | None = None,
     ) -> FoldOutcome:
         store = await self._ready()
-        planned = await self._plan(store, sid, force)
+        planned = await self._plan(store, sid, force, snap)
         if planned is None:
             return FoldOutcome(sid, "skipped", "policy did not fire")
         snap, plan = planned
@@ -456,7 +448,7 @@ class AsyncMemory:
         )
         try:
             await privacy.end(sid)  # the mapping is written before any text that uses it
-            lease = await self._fresh_lease(store, lease)
+            lease = await fresh_lease(self, store, lease)
             commit = FoldCommit(
                 sid, stats.summary_version, plan.lo, plan.hi, result.text, tokens, lease
             )
@@ -503,29 +495,13 @@ class AsyncMemory:
         key: Callable[[str], str] | None = None,
     ) -> BatchResult:
         """Fold many sessions with at most ``concurrency`` folds in flight. One session's
-        failure never affects another's; each gets its own outcome."""
+        failure never affects another's; each gets its own outcome. Sessions are taken in
+        waves of ``concurrency``: one store call leases a wave, one reads its snapshots,
+        one releases it (:mod:`contextfold.batch`)."""
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ConfigError(f"concurrency must be an int >= 1, got {concurrency!r}")
         sids = list(dict.fromkeys(_check_session_id(s) for s in session_ids))
-        gate = asyncio.Semaphore(concurrency)
-        started = time.perf_counter()
-
-        async def one(sid: str) -> FoldOutcome:
-            async with gate:
-                try:
-                    return await self.fold(sid, force=force, key=key(sid) if key else None)
-                except ContextFoldError as exc:  # raise_errors: keep the batch going
-                    return FoldOutcome(sid, "failed", str(exc), error=exc)
-
-        outcomes = await asyncio.gather(*(one(s) for s in sids))
-        by_sid = dict(zip(sids, outcomes, strict=True))
-        return BatchResult(
-            outcomes=by_sid,
-            requests=sum(o.calls for o in outcomes),
-            input_tokens=sum(o.input_tokens for o in outcomes),
-            output_tokens=sum(o.output_tokens for o in outcomes),
-            elapsed_s=time.perf_counter() - started,
-        )
+        return await fold_in_waves(self, sids, concurrency, force, key)
 
     # -- reading ---------------------------------------------------------------------------
 

@@ -136,8 +136,10 @@ def run(db: str, ack_path: str, state_path: str, wrong: bool, seed: int, hold_s:
     state_fd = os.open(state_path, os.O_RDWR | os.O_CREAT, 0o644)
     cls = ClearThenInsertStore if wrong else HookedStore
     store = cls(db, state_fd, rng, hold_s, retention)
+    # A child killed mid-fold keeps its fold lease until it expires; the next child must
+    # not wait long for it (the campaign restarts children within a second).
     memory = AsyncMemory(store, summarizer=ConcatSummarizer(), tokenizer="approx",
-                         policy=MessageCount(6, fold=4, keep_last=1))
+                         policy=MessageCount(6, fold=4, keep_last=1), fold_lease_seconds=0.5)
 
     async def main() -> None:
         while True:

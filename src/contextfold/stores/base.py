@@ -288,6 +288,22 @@ class Store(Protocol):
         folds a session at a time."""
         ...
 
+    async def claim_many(
+        self, session_ids: Sequence[str], owner: str, *, lease_seconds: float
+    ) -> list[Lease]:
+        """``claim`` for many sessions at once (one round trip where it matters): the
+        leases of those that exist and were not leased."""
+        ...
+
+    async def release_many(self, leases: Sequence[Lease]) -> None:
+        """End the leases that are still current; due marks are left as they are."""
+        ...
+
+    async def snapshots(self, session_ids: Sequence[str]) -> dict[str, Snapshot]:
+        """``snapshot`` of many sessions (one round trip where it matters); missing ones
+        are absent from the result."""
+        ...
+
     async def renew(self, lease: Lease, *, lease_seconds: float) -> Lease | None:
         """Extend a current, unexpired lease to ``lease_seconds`` from now (same token);
         None if it expired or was taken over."""

@@ -78,6 +78,29 @@ class LeaseConformance:
 
         self._run(body)
 
+    def test_wave_claims_snapshots_and_releases(self) -> None:
+        async def body(store: Store) -> None:
+            for sid in ("a", "b", "c"):
+                await _session(store, sid, 3)
+            held = await store.claim("b", "other", lease_seconds=30)
+            assert held is not None
+            got = await store.claim_many(["a", "b", "c", "ghost"], "w1", lease_seconds=30)
+            assert sorted((x.session_id, x.owner) for x in got) == [("a", "w1"), ("c", "w1")]
+            snaps = await store.snapshots(["a", "c", "ghost"])
+            assert sorted(snaps) == ["a", "c"]
+            for sid, snap in snaps.items():
+                assert snap == await store.snapshot(sid)
+                assert [m.seq for m in snap.live] == [1, 2, 3]
+            assert await store.snapshots([]) == {}
+            await store.release_many([*got, held])
+            # every listed lease that was current is gone: anyone may claim again
+            again = await store.claim_many(["a", "b", "c"], "w2", lease_seconds=30)
+            assert sorted(x.session_id for x in again) == ["a", "b", "c"]
+            await store.release_many(got)  # stale leases: nothing happens
+            assert await store.claim("a", "w3", lease_seconds=30) is None
+
+        self._run(body)
+
     def test_older_mark_never_overwrites_newer(self) -> None:
         async def body(store: Store) -> None:
             await _session(store, "s")
