@@ -1,9 +1,11 @@
 """PostgreSQL store: many processes on many machines share the sessions.
 
-psycopg 3 with an async pool (sync use goes through ``Memory``). Same schema concepts as
-SQLite (``sessions`` with running totals and the ``through_seq`` cursor, ``messages``,
-``ledger``) in a PostgreSQL schema of its own, migrated by :meth:`PostgresStore.setup`
-under an advisory lock so any number of processes may call it at once.
+psycopg 3 with an async pool; a step the synchronous ``Memory`` runs inline uses a
+synchronous pool instead (:mod:`.postgres_connections`), through the very same transaction
+code. Same schema concepts as SQLite (``sessions`` with running totals and the
+``through_seq`` cursor, ``messages``, ``ledger``) in a PostgreSQL schema of its own,
+migrated by :meth:`PostgresStore.setup` under an advisory lock so any number of
+processes may call it at once.
 
 Locking: a write locks its one ``sessions`` row first (``FOR UPDATE``), then messages, so
 locks are taken in one order and held for a few statements. No transaction spans a
@@ -17,12 +19,14 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
-from ..errors import ConfigError, ConflictError, ContextFoldError, StorageError
+from ..errors import ConfigError, ContextFoldError, StorageError
+from ..inline import inline, run_elsewhere
 from ..messages import StoredMessage
 from ..policy import SessionStats
 from .base import (
@@ -37,14 +41,20 @@ from .base import (
     plan_append,
 )
 from .postgres_schema import (
+    CLAIM_DUE,
+    CLAIM_MANY,
+    CLAIM_SESSION,
     COMMIT_FOLD,
     LEDGER_INSERT,
     LEDGER_SELECT,
-    MIGRATION_LOCK,
     MIGRATIONS,
+    RELEASE_MANY,
     SESSION_COLS,
-    SESSION_COLS_S,
+    SNAPSHOT_MANY,
+    SNAPSHOT_ONE,
+    explain_commit_miss,
     ledger_params,
+    migrate,
 )
 from .rows import (
     LEDGER_COLUMNS,
@@ -56,8 +66,14 @@ from .rows import (
 
 try:
     import psycopg
-    from psycopg import sql
-    from psycopg_pool import AsyncConnectionPool, PoolTimeout
+    from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
+
+    from .postgres_connections import (
+        InlineConn,
+        open_async_pool,
+        open_sync_pool,
+        session_settings,
+    )
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ConfigError(
         'the PostgreSQL store needs psycopg 3: pip install "contextfold[postgres]"'
@@ -111,6 +127,8 @@ class PostgresStore:
         }
         self._pool: AsyncConnectionPool[Conn] | None = None
         self._pool_lock: asyncio.Lock | None = None
+        self._sync_pool: ConnectionPool[psycopg.Connection[tuple[Any, ...]]] | None = None
+        self._sync_pool_lock = threading.Lock()
         self._closed = False
         self._decoder = MessageDecoder()
 
@@ -120,10 +138,33 @@ class PostgresStore:
     # -- plumbing --------------------------------------------------------------------------
 
     async def _configure(self, conn: Conn) -> None:
-        for name, value in self._settings.items():
-            await conn.execute(sql.SQL("SET {} = {}").format(sql.SQL(name), sql.Literal(value)))
-        await conn.execute("SET TIME ZONE 'UTC'")
-        await conn.execute(sql.SQL("SET search_path = {}").format(sql.Identifier(self.schema)))
+        for statement in session_settings(self._settings, self.schema):
+            await conn.execute(statement)
+
+    def _configure_sync(self, conn: psycopg.Connection[tuple[Any, ...]]) -> None:
+        for statement in session_settings(self._settings, self.schema):
+            conn.execute(statement)
+
+    def _get_sync_pool(self) -> ConnectionPool[psycopg.Connection[tuple[Any, ...]]]:
+        """The synchronous pool of a step run inline (the sync ``Memory``), opened on
+        first use; same settings as the async pool."""
+        if self._closed:
+            raise StorageError(f"{self!r} is closed")
+        with self._sync_pool_lock:
+            if self._sync_pool is None:
+                try:
+                    self._sync_pool = open_sync_pool(
+                        self.url,
+                        size=self.pool_size,
+                        timeout=self.connect_timeout,
+                        configure=self._configure_sync,
+                        name=f"contextfold-{self.schema}-sync",
+                    )
+                except (psycopg.Error, PoolTimeout) as exc:
+                    raise StorageError(
+                        f"cannot connect to PostgreSQL at {_redact(self.url)!r}: {exc}"
+                    ) from exc
+            return self._sync_pool
 
     async def _get_pool(self) -> AsyncConnectionPool[Conn]:
         if self._closed:
@@ -133,24 +174,18 @@ class PostgresStore:
                 self._pool_lock = asyncio.Lock()
             async with self._pool_lock:
                 if self._pool is None:
-                    pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
-                        self.url,
-                        min_size=1,
-                        max_size=self.pool_size,
-                        open=False,
-                        kwargs={"autocommit": True},
-                        configure=self._configure,
-                        timeout=self.connect_timeout,
-                        name=f"contextfold-{self.schema}",
-                    )
                     try:
-                        await pool.open(wait=True, timeout=self.connect_timeout)
+                        self._pool = await open_async_pool(
+                            self.url,
+                            size=self.pool_size,
+                            timeout=self.connect_timeout,
+                            configure=self._configure,
+                            name=f"contextfold-{self.schema}",
+                        )
                     except (psycopg.Error, PoolTimeout) as exc:
-                        await pool.close()
                         raise StorageError(
                             f"cannot connect to PostgreSQL at {_redact(self.url)!r}: {exc}"
                         ) from exc
-                    self._pool = pool
         return self._pool
 
     async def _tx(self, fn: Callable[[Conn], Awaitable[T]], *, single: bool = False) -> T:
@@ -159,12 +194,28 @@ class PostgresStore:
         ``single``: ``fn`` runs exactly one statement, which autocommit already makes a
         transaction of its own — saves the BEGIN and COMMIT round trips.
         """
+        if inline():  # the sync front: the same ``fn`` on a synchronous connection
+            return await self._tx_inline(fn, single)
         pool = await self._get_pool()
         try:
             async with pool.connection() as conn:
                 if single:
                     return await fn(conn)
                 async with conn.transaction():
+                    return await fn(conn)
+        except ContextFoldError:
+            raise
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise StorageError(f"PostgreSQL error on {self!r}: {exc}") from exc
+
+    async def _tx_inline(self, fn: Callable[[Conn], Awaitable[T]], single: bool) -> T:
+        pool = self._get_sync_pool()
+        try:
+            with pool.connection() as sync_conn:
+                conn = cast(Conn, InlineConn(sync_conn))
+                if single:
+                    return await fn(conn)
+                with sync_conn.transaction():
                     return await fn(conn)
         except ContextFoldError:
             raise
@@ -180,29 +231,7 @@ class PostgresStore:
     # -- schema ----------------------------------------------------------------------------
 
     async def setup(self) -> None:
-        async def migrate(conn: Conn) -> None:
-            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-            await conn.execute(
-                sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema))
-            )
-            await conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, "
-                "name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
-            )
-            cur = await conn.execute("SELECT version FROM schema_migrations")
-            done = {r[0] for r in await cur.fetchall()}
-            for version, name, script in MIGRATIONS:
-                if version in done:
-                    continue
-                for statement in script.split(";"):
-                    if statement.strip():
-                        await conn.execute(statement)
-                await conn.execute(
-                    "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
-                    (version, name),
-                )
-
-        await self._tx(migrate)
+        await self._tx(lambda conn: migrate(conn, self.schema))
 
     # -- writes ----------------------------------------------------------------------------
 
@@ -287,46 +316,12 @@ class PostgresStore:
         async def do(conn: Conn) -> Summary:
             cur = await conn.execute(COMMIT_FOLD, params)
             if await cur.fetchone() is None:
-                await self._why_not(conn, commit)
+                await explain_commit_miss(conn, commit)
             return Summary(
                 commit.text, commit.hi, commit.expected_version + 1, commit.tokens, entry.started_at
             )
 
         return await self._tx(do, single=True)
-
-    async def _why_not(self, conn: Conn, commit: FoldCommit) -> None:
-        """Raise the error that explains why the commit statement matched nothing."""
-        cur = await conn.execute(
-            "SELECT s.summary_version, s.through_seq, s.last_seq, s.lease_owner, "
-            "s.lease_token, s.lease_expires > now(), (SELECT count(*) FROM messages m "
-            "WHERE m.session_id = s.session_id AND m.seq BETWEEN %s AND %s) "
-            "FROM sessions s WHERE s.session_id = %s",
-            (commit.lo, commit.hi, commit.session_id),
-        )
-        row = await cur.fetchone()
-        sid = commit.session_id
-        if row is None:
-            raise ConflictError(f"session {sid!r} no longer exists")
-        version, through, last, owner, token, unexpired, count = row
-        lease = commit.lease
-        if lease is not None and (owner, token, unexpired) != (lease.owner, lease.token, True):
-            raise ConflictError(
-                f"lease {lease.token} of {lease.owner!r} on session {sid!r} "
-                "expired or was taken over; the fold is fenced off"
-            )
-        if version != commit.expected_version:
-            raise ConflictError(
-                f"session {sid!r} summary is at version {version}, "
-                f"the fold started from {commit.expected_version}"
-            )
-        if commit.lo != through + 1 or not (commit.lo <= commit.hi <= last):
-            raise ConflictError(
-                f"fold span {commit.lo}..{commit.hi} does not start at the first live "
-                f"message {through + 1} or passes the last {last}"
-            )
-        if count != commit.hi - commit.lo + 1:
-            raise StorageError(f"session {sid!r} is missing messages in {commit.lo}..{commit.hi}")
-        raise ConflictError(f"session {sid!r} changed while the fold committed")
 
     async def record_attempt(self, entry: LedgerEntry) -> int:
         async def do(conn: Conn) -> int:
@@ -394,22 +389,39 @@ class PostgresStore:
 
     async def claim_due(self, owner: str, *, limit: int, lease_seconds: float) -> list[Lease]:
         async def do(conn: Conn) -> list[Lease]:
-            cur = await conn.execute(
-                "WITH due AS ("
-                " SELECT session_id FROM sessions WHERE due_at <= now()"
-                " AND (lease_expires IS NULL OR lease_expires <= now())"
-                " ORDER BY due_at, session_id LIMIT %s FOR UPDATE SKIP LOCKED)"
-                " UPDATE sessions s SET lease_owner = %s,"
-                " lease_expires = now() + make_interval(secs => %s),"
-                " lease_token = s.lease_token + 1"
-                " FROM due WHERE s.session_id = due.session_id"
-                " RETURNING s.session_id, s.lease_token, s.lease_expires, s.due_at",
-                (limit, owner, float(lease_seconds)),
-            )
+            cur = await conn.execute(CLAIM_DUE, (limit, owner, float(lease_seconds)))
             rows = sorted(await cur.fetchall(), key=lambda r: (r[3], r[0]))
             return [Lease(sid, owner, token, expires) for sid, token, expires, _ in rows]
 
         return await self._tx(do, single=True)
+
+    async def claim(self, session_id: str, owner: str, *, lease_seconds: float) -> Lease | None:
+        async def do(conn: Conn) -> Lease | None:
+            cur = await conn.execute(CLAIM_SESSION, (owner, float(lease_seconds), session_id))
+            row = await cur.fetchone()
+            return None if row is None else Lease(session_id, owner, row[0], row[1])
+
+        return await self._tx(do, single=True)
+
+    async def claim_many(
+        self, session_ids: Sequence[str], owner: str, *, lease_seconds: float
+    ) -> list[Lease]:
+        async def do(conn: Conn) -> list[Lease]:
+            cur = await conn.execute(CLAIM_MANY, (owner, float(lease_seconds), list(session_ids)))
+            return [Lease(sid, owner, token, exp) for sid, token, exp in await cur.fetchall()]
+
+        return await self._tx(do, single=True) if session_ids else []
+
+    async def release_many(self, leases: Sequence[Lease]) -> None:
+        async def do(conn: Conn) -> None:
+            await conn.execute(
+                RELEASE_MANY,
+                ([x.session_id for x in leases], [x.owner for x in leases],
+                 [x.token for x in leases]),
+            )
+
+        if leases:
+            await self._tx(do, single=True)
 
     async def renew(self, lease: Lease, *, lease_seconds: float) -> Lease | None:
         async def do(conn: Conn) -> Lease | None:
@@ -461,35 +473,29 @@ class PostgresStore:
         return await self._tx(do, single=True)
 
     async def snapshot(self, session_id: str) -> Snapshot | None:
-        async def do(conn: Conn) -> Snapshot | None:
+        return (await self._snapshots(SNAPSHOT_ONE, session_id)).get(session_id)
+
+    async def snapshots(self, session_ids: Sequence[str]) -> dict[str, Snapshot]:
+        return await self._snapshots(SNAPSHOT_MANY, list(session_ids)) if session_ids else {}
+
+    async def _snapshots(self, query: str, param: str | list[str]) -> dict[str, Snapshot]:
+        async def do(conn: Conn) -> dict[str, Snapshot]:
             # One statement, so totals, summary and live rows come from the same snapshot.
-            cur = await conn.execute(
-                f"SELECT {SESSION_COLS_S}, s.summary_text, s.summary_updated_at, "
-                "m.seq, m.body, m.tokens FROM sessions s "
-                "LEFT JOIN messages m ON m.session_id = s.session_id AND m.seq > s.through_seq "
-                "WHERE s.session_id = %s ORDER BY m.seq",
-                (session_id,),
-            )
-            rows = await cur.fetchall()
-            if not rows:
-                return None
-            first = rows[0]
-            stats = session_stats(first)
-            summary = None
-            if first[10] is not None:
-                summary = Summary(
-                    first[10],
-                    stats.through_seq,
-                    stats.summary_version,
-                    stats.summary_tokens,
-                    first[11],
-                )
-            live = [
-                self._decoder.decode(session_id, r[12], r[13], r[14])
-                for r in rows
-                if r[12] is not None
-            ]
-            return Snapshot(stats, summary, live)
+            cur = await conn.execute(query, (param,))
+            out: dict[str, Snapshot] = {}
+            for row in await cur.fetchall():
+                sid = row[0]
+                snap = out.get(sid)
+                if snap is None:
+                    stats = session_stats(row)
+                    summary = None
+                    if row[10] is not None:
+                        summary = Summary(row[10], stats.through_seq, stats.summary_version,
+                                          stats.summary_tokens, row[11])
+                    snap = out[sid] = Snapshot(stats, summary, [])
+                if row[12] is not None:
+                    snap.live.append(self._decoder.decode(sid, row[12], row[13], row[14]))
+            return out
 
         return await self._tx(do, single=True)
 
@@ -563,8 +569,12 @@ class PostgresStore:
     async def close(self) -> None:
         self._closed = True
         pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.close()
+        with self._sync_pool_lock:
+            sync_pool, self._sync_pool = self._sync_pool, None
+        if sync_pool is not None:
+            sync_pool.close()
+        if pool is not None:  # opened on a loop: closed there (inline: the loop thread)
+            await run_elsewhere(pool.close())
 
 
 class _NothingToWrite(Exception):

@@ -83,6 +83,10 @@ class ExtractiveSummarizer:
 
     #: Runs locally and sends nothing anywhere: its input need not be redacted.
     needs_redaction = False
+    #: Never waits on I/O: the sync ``Memory`` runs it in the caller's thread.
+    runs_inline = True
+    #: Grows its summary to the cap (more facts kept): ``TokenBudget`` plans with the cap.
+    fills_cap = True
 
     def __init__(
         self,
