@@ -2,13 +2,14 @@
 
 "The flight is at 16:10" followed days later by "Update: the flight moved to 17:40" must
 not leave a summary holding both times as if both were true. A later fact *supersedes* an
-earlier one, which is then dropped, when it is marked as a correction (a correction cue of
-the span's language: "actually", "moved", "eigentlich", "aslında", …) and either
+earlier one, which is then dropped, when its sentence was marked as a correction (a
+correction cue of the span's language in the sentence as said, before compression:
+"actually", "moved", "eigentlich", "aslında", …) and either
 
 - names the old value as negated ("actually it's Ljubljana, not Zagreb": the earlier fact
   holds "Zagreb"), or
-- talks about the same thing (at least two shared content words that are not values) and
-  replaces a value: each holds a value (number, time, name) the other lacks.
+- talks about the same thing (a shared content word that is not a value) and replaces a
+  value of the same kind: a time for a time, a number for a number, a name for a name.
 
 Both conditions are structural; the cue words are the language's general vocabulary of
 correction (:mod:`.languages`), not a list fitted to any data. A fact is only ever
@@ -18,29 +19,51 @@ carries its own.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Collection, Sequence
 
 from .facts import Fact
 from .languages import Language
-from .salience import words
 
-__all__ = ["supersede"]
+__all__ = ["is_correction", "supersede"]
 
-_MIN_SHARED = 2
+_TOKEN = re.compile(r"\d{1,2}[:.h]\d{2}|[^\W_]+(?:['’\-][^\W_]+)*")
 
 
-def _analyse(text: str, lang: Language) -> tuple[set[str], set[str], list[str]]:
-    """(topic words, value words, lower-cased words in order) of one fact."""
+def is_correction(sentence: str, lang: Language) -> bool:
+    """True when ``sentence`` (as said) carries one of the language's correction cues."""
+    return any(w.lower() in lang.correction_cues for w in _TOKEN.findall(sentence))
+
+_MIN_SHARED = 1
+_TIME = re.compile(r"^\d{1,2}[:.h]\d{2}$")
+
+
+def _kind(token: str) -> str | None:
+    if any(ch.isdigit() for ch in token):
+        return "time" if _TIME.match(token) else "number"
+    return "name" if token[:1].isupper() else None
+
+
+def _analyse(
+    text: str, lang: Language
+) -> tuple[set[str], dict[str, set[str]], set[str], list[str]]:
+    """(topic words, values by kind, all values, lower-cased words in order) of a fact."""
     topic: set[str] = set()
-    values: set[str] = set()
-    tokens = words(text)
+    values: dict[str, set[str]] = {}
+    tokens = _TOKEN.findall(text)
     lowered = [t.lower() for t in tokens]
     for i, (tok, low) in enumerate(zip(tokens, lowered, strict=True)):
-        if any(ch.isdigit() for ch in tok) or (i > 0 and tok[:1].isupper()):
-            values.add(low)
+        kind = _kind(tok) if (i > 0 or not tok[:1].isalpha()) else None
+        if kind is not None:
+            values.setdefault(kind, set()).add(low)
         elif low not in lang.function_words and low not in lang.correction_cues:
             topic.add(low)
-    return topic, values, lowered
+    every = set().union(*values.values()) if values else set()
+    return topic, values, every, lowered
+
+
+def _replaces(old: dict[str, set[str]], new: dict[str, set[str]]) -> bool:
+    return any(old[k] - new.get(k, set()) and new.get(k, set()) - old[k] for k in old)
 
 
 def _names_old_value(
@@ -55,17 +78,21 @@ def _names_old_value(
     return any(len(w) >= 4 and w in lowered for w in negated)
 
 
-def supersede(facts: Sequence[Fact], lang: Language) -> list[Fact]:
-    """``facts`` without the ones a later fact corrects (order kept)."""
-    if not lang.correction_cues:
+def supersede(
+    facts: Sequence[Fact], lang: Language, corrective: Collection[tuple[int, int, int]]
+) -> list[Fact]:
+    """``facts`` without the ones a later fact corrects (order kept). ``corrective``
+    holds the ``order`` of the facts whose sentence was a correction (:func:`is_correction`
+    on the sentence before compression)."""
+    if not corrective:
         return list(facts)
     analysed = [_analyse(f.text, lang) for f in facts]
     order = sorted(range(len(facts)), key=lambda i: facts[i].order)
     dropped: set[int] = set()
     for pos, j in enumerate(order):
-        topic_j, values_j, words_j = analysed[j]
-        if not lang.correction_cues.intersection(words_j):
+        if facts[j].order not in corrective:
             continue
+        topic_j, kinds_j, _, words_j = analysed[j]
         negated = {
             words_j[k + 1]
             for k, w in enumerate(words_j[:-1])
@@ -74,14 +101,10 @@ def supersede(facts: Sequence[Fact], lang: Language) -> list[Fact]:
         for i in order[:pos]:
             if i in dropped:
                 continue
-            topic_i, values_i, words_i = analysed[i]
+            topic_i, kinds_i, values_i, words_i = analysed[i]
             if negated and _names_old_value(negated, values_i, facts[i].text, words_i):
                 dropped.add(i)
                 continue
-            if (
-                len(topic_i & topic_j) >= _MIN_SHARED
-                and values_i - values_j
-                and values_j - values_i
-            ):
+            if len(topic_i & topic_j) >= _MIN_SHARED and _replaces(kinds_i, kinds_j):
                 dropped.add(i)
     return [f for k, f in enumerate(facts) if k not in dropped]

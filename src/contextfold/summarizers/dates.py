@@ -115,6 +115,8 @@ def _resolve(lang: str, phrase: str, day: date, counted: bool) -> str | None:
         return str(when.year)
     if period == "month":
         return f"{when:%B} {when.year}"
+    if period in ("day", "time") and when.date() == day:
+        return None  # "today", "tonight": the summary line's date already says it
     if period == "week" and not counted:
         start = when.date() - timedelta(days=when.weekday())
         return f"week of {format_day(start)}"

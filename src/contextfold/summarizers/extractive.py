@@ -46,7 +46,7 @@ from ..errors import SummarizationError
 from ..messages import Message, StoredMessage, render_text
 from ..tokens import TokenCounter
 from .base import SummaryRequest, SummaryResult
-from .corrections import supersede
+from .corrections import is_correction, supersede
 from .dates import DateResolver, dates_available, resolver_for
 from .facts import (
     Fact,
@@ -209,12 +209,13 @@ class ExtractiveSummarizer:
         )
         resolver = resolver_for(lang.code) if self.resolve_dates and self.dates else None
         lowered = speakers.lowered()
+        corrective: set[tuple[int, int, int]] = set()
         for unit in self._utterances(messages, speakers):
-            facts.extend(self._unit_facts(unit, lowered, lang, resolver))
+            facts.extend(self._unit_facts(unit, lowered, lang, resolver, corrective))
+        if self.corrections:
+            facts = supersede(facts, lang, corrective)
         if self.dedupe:
             facts = _dedupe(facts, lang)
-        if self.corrections:
-            facts = supersede(facts, lang)
         candidates = self._score(facts, {f.speaker for f in facts if f.speaker}, lang, counter)
         chosen = self._select(candidates, max_tokens, counter)
         return _fit(chosen, candidates, max_tokens, counter)
@@ -265,9 +266,11 @@ class ExtractiveSummarizer:
         names: list[str],
         lang: Language,
         resolver: DateResolver | None,
+        corrective: set[tuple[int, int, int]],
     ) -> list[Fact]:
         """The facts of one utterance: its sentences, compressed, relative dates made
-        absolute. (Agent-state extraction for tool calls/results hooks in here.)"""
+        absolute; the ``order`` of each fact that corrects an earlier one is added to
+        ``corrective``. (Agent-state extraction for tool calls/results hooks in here.)"""
         day = day_of(unit.timestamp) if self.dates else None
         english = lang.code == "en"
         out: list[Fact] = []
@@ -282,6 +285,8 @@ class ExtractiveSummarizer:
                 text = resolver.annotate(text, day)
             if len(text) > MAX_FACT_CHARS:
                 text = text[:MAX_FACT_CHARS].rsplit(" ", 1)[0].rstrip(" ,;:") + "…"
+            if self.corrections and is_correction(sentence, lang):
+                corrective.add((1, unit.seq, k))
             out.append(Fact(text, unit.speaker, day, (1, unit.seq, k)))
         return out
 

@@ -70,6 +70,8 @@ STOPWORDS = _wordset(
     didnt thats its youre whats also still yet may might must shall one ones thing things
     something anything everything nothing lot lots way really just actually like yeah yes
     oh ok okay well hey hi hello gonna wanna gotta kinda sorta
+    u ur r k ya yea ye nah lol lmao omg brb idk ikr tbh btw imo imho smh ty thx pls plz
+    sry rn tho cuz bc np
     """
 )
 
