@@ -33,8 +33,10 @@ from contextfold.summarizers.extractive import ExtractiveSummarizer
 from contextfold.summarizers.weights import DEFAULT_WEIGHTS, Weights
 from contextfold.tokens import get_counter
 
-#: Candidate values per weight (the design value is in the middle).
-GRID: dict[str, tuple[float, ...]] = {
+#: Candidate values per weight (the design value is in the middle). ``--grid full``
+#: searches every weight; the default searches the ones that move retention most (the
+#: others keep their design value, which a full run has so far left unchanged).
+FULL_GRID: dict[str, tuple[float, ...]] = {
     "day": (1.5, 3.0, 5.0),
     "cue": (0.25, 0.5, 1.0),
     "max_cues": (2, 3, 5),
@@ -50,6 +52,9 @@ GRID: dict[str, tuple[float, ...]] = {
     "number": (1.5, 2.0, 3.0),
     "time": (1.0, 1.5, 2.5),
 }
+_MAIN = ("day", "cue", "generic", "question", "reaction", "fact_cost", "min_gain",
+         "rarity", "entity")
+GRID: dict[str, tuple[float, ...]] = {k: FULL_GRID[k] for k in _MAIN}
 _SOURCES = ("extractive.py", "salience.py", "facts.py", "dates.py", "languages.py",
             "corrections.py", "weights.py")
 
@@ -59,7 +64,7 @@ _tokenizer = "o200k"
 
 def code_hash() -> str:
     """Hash of the summarizer's source (the cache is valid only for the same code)."""
-    import contextfold.summarizers as pkg
+    import contextfold.summarizers.extractive as pkg
 
     base = Path(pkg.__file__).parent
     digest = hashlib.sha256()
@@ -142,7 +147,8 @@ class Evaluator:
         return statistics.fmean(self.share(weights, c, b) for c in convs for b in self.budgets)
 
 
-def cross_validate(ev: Evaluator, passes: int = 1, log: Any = print) -> CVResult:
+def cross_validate(ev: Evaluator, passes: int = 1, log: Any = print,
+                   grid: dict[str, tuple[float, ...]] | None = None) -> CVResult:
     n = len(ev.convs)
     names = [c.sample_id for c in ev.convs]
     training: dict[str, list[int]] = {"all": list(range(n))}
@@ -151,7 +157,7 @@ def cross_validate(ev: Evaluator, passes: int = 1, log: Any = print) -> CVResult
     current = dict.fromkeys(training, DEFAULT_WEIGHTS)
     ev.ensure([DEFAULT_WEIGHTS])
     for p in range(passes):
-        for param, values in GRID.items():
+        for param, values in (grid or GRID).items():
             candidates = {
                 sel: [w.with_(**{param: type(getattr(w, param))(v)}) for v in values]
                 for sel, w in current.items()
