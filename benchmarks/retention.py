@@ -43,7 +43,7 @@ from contextfold.memory import AsyncMemory
 from contextfold.messages import Message, StoredMessage
 from contextfold.policy import TokenBudget
 from contextfold.summarizers.extractive import ExtractiveSummarizer
-from contextfold.summarizers.weights import DEFAULT_WEIGHTS
+from contextfold.summarizers.weights import DESIGN_WEIGHTS
 from contextfold.testing.messy_chats import messy_chats
 from contextfold.testing.planted import ChatScore, PlantedChat, score
 from contextfold.tokens import TokenCounter, count_message, get_counter
@@ -126,7 +126,7 @@ def locomo_section(args: argparse.Namespace, counter: TokenCounter) -> tuple[lis
         "| weight | design | in-sample | " + " | ".join(result.conversations) + " |",
         "|---|---:|---:|" + "---:|" * n,
         *(
-            f"| {p} | {getattr(DEFAULT_WEIGHTS, p)} | {getattr(result.chosen['all'], p)} | "
+            f"| {p} | {getattr(DESIGN_WEIGHTS, p)} | {getattr(result.chosen['all'], p)} | "
             + " | ".join(str(getattr(result.chosen[s], p)) for s in result.conversations)
             + " |"
             for p in grid
