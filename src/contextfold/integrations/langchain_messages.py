@@ -16,7 +16,7 @@ changed or that exists only in the store (after a restart or a trimmed state) is
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 try:
@@ -146,21 +146,36 @@ def _rebuild(message: Message) -> BaseMessage:
     return HumanMessage(content=content, **kwargs)
 
 
-def to_langchain(messages: Iterable[Message], originals: Sequence[BaseMessage] = ()
+def _unchanged(original: BaseMessage, position: int, message: Message) -> bool:
+    """Whether the view shows ``original`` as it was stored (not elided or masked)."""
+    calls = _tool_calls(original)
+    if isinstance(original.content, str) and isinstance(message.content, str):
+        return original.content == message.content and \
+            [c.get("id") for c in calls] == [c.id for c in message.tool_calls]
+    same = from_langchain(original, position)
+    return same is not None and same.content == message.content and \
+        same.tool_calls == message.tool_calls
+
+
+def to_langchain(messages: Sequence[Message], originals: Sequence[BaseMessage] = ()
                  ) -> list[BaseMessage]:
     """contextfold messages as LangChain messages, reusing ``originals`` (by id) that the
-    view shows unchanged."""
-    by_id = {m.id: (i, m) for i, m in enumerate(originals) if m.id}
+    view shows unchanged. Only the tail of ``originals`` that the view reaches is scanned."""
+    wanted = {m.id for m in messages if m.id}
+    found: dict[str, tuple[int, BaseMessage]] = {}
+    for i in range(len(originals) - 1, -1, -1):
+        if len(found) == len(wanted):
+            break
+        oid = originals[i].id
+        if oid and oid in wanted:
+            found[oid] = (i, originals[i])
     out: list[BaseMessage] = []
     for msg in messages:
-        hit = by_id.get(msg.id) if msg.id else None
-        if hit is not None:
-            same = from_langchain(hit[1], hit[0])
-            if same is not None and same.content == msg.content and \
-                    same.tool_calls == msg.tool_calls:
-                out.append(hit[1])
-                continue
-        out.append(_rebuild(msg))
+        hit = found.get(msg.id) if msg.id else None
+        if hit is not None and _unchanged(hit[1], hit[0], msg):
+            out.append(hit[1])
+        else:
+            out.append(_rebuild(msg))
     return out
 
 
