@@ -29,6 +29,7 @@ the store, marked in its ``metadata`` so it is recognised and not stored again.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,6 +53,7 @@ __all__ = ["ContextFoldCapability", "from_pydantic_ai", "history_processor", "to
 
 #: ``metadata`` key on messages rebuilt from the store: the contextfold ids they carry.
 MARK = "contextfold_ids"
+_KNOWN = 4096  # ids remembered per processor, to skip re-sending what is stored
 _RETRY = "pai_retry"
 
 
@@ -196,6 +198,7 @@ class _Processor:
         self.session_id = session_id
         self.max_tokens = max_tokens
         self.system: list[str] = []
+        self._known: OrderedDict[str, None] = OrderedDict()  # ids stored by this process
 
     async def store(self, messages: Sequence[pai.ModelMessage]) -> dict[str, pai.ModelResponse]:
         new: list[Message] = []
@@ -204,11 +207,15 @@ class _Processor:
             system, converted = from_pydantic_ai(message)
             if system:
                 self.system = system
-            new += converted
+            new += [m for m in converted if m.id not in self._known]
             if isinstance(message, pai.ModelResponse) and converted:
                 responses[converted[0].id or ""] = message
         if new:
-            await self.bridge.aadd(self.session_id, new)
+            await self.bridge.aadd(self.session_id, new)  # the store drops ids it holds
+            for m in new:
+                self._known[m.id or ""] = None
+            while len(self._known) > _KNOWN:
+                self._known.popitem(last=False)
         return responses
 
     async def __call__(self, messages: list[pai.ModelMessage]) -> list[pai.ModelMessage]:
