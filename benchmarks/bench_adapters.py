@@ -277,7 +277,7 @@ def langgraph_rows(turns: int, budget: int, tmp: Path) -> list[dict[str, Any]]:
                     clock.newest_missing += 1
                 ai = reply(state)
                 if name.startswith("ContextFold"):
-                    clock.seconds += _secs(lambda ai=ai: fold.record(ai))
+                    clock.seconds += _secs(lambda ai=ai, fold=fold: fold.record(ai))
                 state.append(ai)
                 if ai.tool_calls:
                     state.append(ToolMessage(tool_result(ai.tool_calls[0]["args"]["order"]),
@@ -375,7 +375,7 @@ def openai_agents_rows(turns: int, budget: int, tmp: Path) -> list[dict[str, Any
         return ToolReply.call(("lookup_order", {"order": f"A-{1000 + t}"}, f"call_{t}_a"))
 
     rows = []
-    for name in ("SQLiteSession (unbounded)", "ContextFoldSession"):
+    for name in ("SQLiteSession (last 40 items)", "ContextFoldSession"):
         clock = Clock()
         with OpenAIToolServer(play) as server:
             client = AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
@@ -389,13 +389,15 @@ def openai_agents_rows(turns: int, budget: int, tmp: Path) -> list[dict[str, Any
                 session.input_filter = atimed(clock, session.input_filter)
                 options["run_config"] = session.run_config()
             else:
-                session = SQLiteSession("bench")
+                session = SQLiteSession("bench", session_settings={"limit": 40})
             for method in ("get_items", "add_items"):
                 setattr(session, method, atimed(clock, getattr(session, method)))
 
-            async def run(session: Any = session, agent: Any = agent) -> None:
+            async def run(session: Any = session, agent: Any = agent,
+                          options: dict[str, Any] = options, client: Any = client) -> None:
                 for t in range(1, turns + 1):
                     await Runner.run(agent, user_text(t), session=session, **options)
+                await client.close()
 
             start = time.perf_counter()
             asyncio.run(run())
