@@ -17,6 +17,7 @@ from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     HumanMessage,
+    SystemMessage,
     ToolMessage,
     convert_to_openai_messages,
 )
@@ -233,4 +234,21 @@ def test_no_session_is_a_config_error() -> None:
     memory = Memory("memory://")
     with pytest.raises(ConfigError, match="thread_id"):
         ContextFoldMiddleware(memory).session(None)
+    memory.close()
+
+
+def test_a_system_message_in_the_state_is_the_prompt_and_never_folded() -> None:
+    memory = Memory("memory://", policy=TokenBudget(BUDGET))
+    model = RecordingModel(received=[])
+    agent = create_agent(model, TOOLS, checkpointer=InMemorySaver(),
+                         middleware=[ContextFoldMiddleware(memory)])
+    agent.invoke({"messages": [SystemMessage(SYSTEM), HumanMessage(user_text(1))]}, config("p"))
+    for turn in range(2, 41):
+        agent.invoke({"messages": [HumanMessage(user_text(turn))]}, config("p"))
+    assert memory.summary("p") is not None
+    assert all(m.role != "system" for m in memory.messages("p"))
+    last = as_contextfold(model.received[-1])
+    assert last[0].role == "system" and last[0].text.startswith(SYSTEM)
+    check_received(last, budget=BUDGET, counter=memory.engine.counter, tools=SCHEMAS,
+                   summary_expected=True)
     memory.close()

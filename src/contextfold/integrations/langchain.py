@@ -17,6 +17,8 @@ survives restarts with the checkpointer); the model receives contextfold's conte
 of the whole history — the system prompt with the summary block appended, then the live
 messages, never over the budget and never splitting a tool call from its result; the
 ``usage_metadata`` the provider reports feeds ``record_usage`` (for ``ReportedUsage``).
+System messages kept in the state count as part of the system prompt: they are never
+stored or folded, and reach the model in the system message.
 The session is the run's ``thread_id`` unless ``session_id`` is given. Sync (``invoke``)
 and async (``ainvoke``) runs both work; an ``AsyncMemory`` serves async runs only.
 
@@ -42,7 +44,7 @@ try:
         ModelResponse,
         PrivateStateAttr,
     )
-    from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage
+    from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, SystemMessage
     from langchain_core.utils.function_calling import convert_to_openai_tool
     from langgraph.config import get_config
     from typing_extensions import NotRequired
@@ -108,10 +110,15 @@ def plan_sync(state_messages: Sequence[BaseMessage], synced: str | None) -> Sync
     new: list[Message] = []
     for i in range(start, len(state_messages)):
         converted = from_langchain(state_messages[i], i)
-        if converted is not None:
+        if converted is not None and converted.role != "system":  # a prompt, never folded
             new.append(converted)
     last = message_id(state_messages[-1], len(state_messages) - 1) if state_messages else synced
     return SyncPlan(new, last)
+
+
+def state_system(messages: Sequence[BaseMessage]) -> list[str]:
+    """System messages kept in the state: part of the system prompt, not of the history."""
+    return [m.text for m in messages if isinstance(m, SystemMessage) and m.text]
 
 
 def _reported_input_tokens(messages: Sequence[BaseMessage]) -> int | None:
@@ -232,10 +239,15 @@ class ContextFoldMiddleware(AgentMiddleware[ContextFoldState, Any, Any]):
                 version = stats.summary_version if stats is not None else 0
         return self._updates(plan, remove, version)
 
+    @staticmethod
+    def _system(request: ModelRequest[Any]) -> str | None:
+        texts = [request.system_prompt] if request.system_prompt else []
+        return "\n\n".join([*texts, *state_system(request.messages)]) or None
+
     def _request(self, request: ModelRequest[Any], context: Any) -> ModelRequest[Any]:
         parts = split_context(context)
-        extra = "\n\n".join(parts.system[1:] if request.system_message else parts.system)
-        summary = "\n\n".join(t for t in (extra, parts.summary or "") if t) or None
+        texts = [*state_system(request.messages), parts.summary or ""]
+        summary = "\n\n".join(t for t in texts if t) or None
         return request.override(
             messages=to_langchain(parts.messages, request.messages),  # type: ignore[arg-type]
             system_message=system_message(request.system_message, summary),
@@ -270,7 +282,7 @@ class ContextFoldMiddleware(AgentMiddleware[ContextFoldState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any]:
         context = self.bridge.context(
-            self.session(request.runtime), system=request.system_prompt,
+            self.session(request.runtime), system=self._system(request),
             tools=self._tools(request.tools), max_tokens=self.max_tokens)
         return handler(self._request(request, context))
 
@@ -280,6 +292,6 @@ class ContextFoldMiddleware(AgentMiddleware[ContextFoldState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
         context = await self.bridge.acontext(
-            self.session(request.runtime), system=request.system_prompt,
+            self.session(request.runtime), system=self._system(request),
             tools=self._tools(request.tools), max_tokens=self.max_tokens)
         return await handler(self._request(request, context))

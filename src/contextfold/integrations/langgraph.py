@@ -20,7 +20,8 @@ system message (your system prompt with the summary block appended) followed by 
 messages, never over the budget and never splitting a tool call from its result. The
 session is the run's ``thread_id`` unless ``session_id`` is given. Works with any
 checkpointer; after a restart the first call of a thread re-offers the state's messages and
-the store drops those it already holds. When contextfold clears an idle session, delete the
+the store drops those it already holds. System messages in the state are part of the
+system prompt (never stored or folded). When contextfold clears an idle session, delete the
 thread from the checkpointer too (``checkpointer.delete_thread``), or the next run of that
 thread would store its old messages again. ``trim`` returns ``RemoveMessage``\\ s for the
 state messages already folded, to keep checkpoints bounded (see the LangChain module for
@@ -45,7 +46,7 @@ from ..context import Context
 from ..errors import ConfigError
 from ..memory import AsyncMemory, Memory
 from .bridge import MemoryBridge, split_context
-from .langchain import plan_sync, thread_id
+from .langchain import plan_sync, state_system, thread_id
 from .langchain_messages import from_langchain, message_id, to_langchain
 
 __all__ = ["ContextFold"]
@@ -105,8 +106,8 @@ class ContextFold:
                  tools: Sequence[Any] | None = None) -> list[BaseMessage]:
         """Sync the state, then the bounded context as LangChain messages."""
         sid = self.sync(state_messages, config)
-        context = self.bridge.context(sid, system=system, tools=self._schemas(tools),
-                                      max_tokens=self.max_tokens)
+        context = self.bridge.context(sid, system=_system(system, state_messages),
+                                      tools=self._schemas(tools), max_tokens=self.max_tokens)
         return self._view(context, state_messages, system)
 
     def record(self, response: BaseMessage, config: Mapping[str, Any] | None = None) -> None:
@@ -145,7 +146,8 @@ class ContextFold:
                         config: Mapping[str, Any] | None = None, *, system: str | None = None,
                         tools: Sequence[Any] | None = None) -> list[BaseMessage]:
         sid = await self.async_sync(state_messages, config)
-        context = await self.bridge.acontext(sid, system=system, tools=self._schemas(tools),
+        context = await self.bridge.acontext(sid, system=_system(system, state_messages),
+                                             tools=self._schemas(tools),
                                              max_tokens=self.max_tokens)
         return self._view(context, state_messages, system)
 
@@ -166,6 +168,10 @@ class ContextFold:
         sid = self.session(config)
         live = await self.bridge.acall("messages", sid, include_folded=False)
         return _removals(state_messages, live)
+
+
+def _system(system: str | None, state_messages: Sequence[BaseMessage]) -> str | None:
+    return "\n\n".join([*([system] if system else []), *state_system(state_messages)]) or None
 
 
 def _ensure_id(message: BaseMessage) -> None:
