@@ -159,3 +159,49 @@ def test_plain_history_processor_and_failing_folds(tmp_path: Path) -> None:
     assert memory.summary("p") is None
     assert any(e.outcome == "failed" for e in memory.ledger("p"))
     memory.close()
+
+
+def test_what_pydantic_ais_openai_model_sends_obeys_the_provider_rules() -> None:
+    """Through pydantic-ai's own OpenAI mapping and the real SDK, on the wire."""
+    from openai import AsyncOpenAI
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    from contextfold.testing.provider_servers import ReceivedRequest
+    from contextfold.testing.tool_server import OpenAIToolServer, ToolReply
+
+    def play(request: ReceivedRequest) -> ToolReply:
+        last = request.body["messages"][-1]
+        if last["role"] == "tool":
+            return ToolReply.say(answer_text(int(last["tool_call_id"].split("_")[1])))
+        turn = int(re.search(r"Turn (\d+)", str(last["content"])).group(1))  # type: ignore[union-attr]
+        return ToolReply.call(("lookup_order", {"order": f"A-{1000 + turn}"}, f"call_{turn}_a"))
+
+    async def main() -> None:
+        memory = AsyncMemory("memory://", policy=TokenBudget(BUDGET))
+        with OpenAIToolServer(play) as server:
+            client = AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
+            model = OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(openai_client=client))
+            agent = Agent(model, system_prompt=SYSTEM,
+                          capabilities=[ContextFoldCapability(memory, "wire")])
+
+            @agent.tool_plain
+            def lookup_order(order: str) -> str:
+                """Look up an order by its id (A-1234)."""
+                return tool_result(order)
+
+            history: list[pai.ModelMessage] = []
+            for turn in range(1, 41):
+                result = await agent.run(user_text(turn), message_history=history)
+                assert result.output == answer_text(turn)
+                history = result.all_messages()
+            await client.close()
+            assert await memory.summary("wire") is not None
+            tools = [{k: v for k, v in t.items()} for t in server.requests[0].body["tools"]]
+            for request in server.requests[-20:]:
+                sent = [Message.from_openai(m) for m in request.body["messages"]]
+                check_received(sent, budget=BUDGET, counter=memory.counter, tools=tools,
+                               summary_expected=True)
+        await memory.close()
+
+    asyncio.run(main())

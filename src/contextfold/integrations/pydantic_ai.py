@@ -15,7 +15,8 @@ of a ``ModelRequest`` — user prompts, tool returns, retry prompts — and each
 timestamp and content, so the same message is never stored twice), and the model receives
 contextfold's context instead: your system prompt, the summary as a second system-prompt
 part, then the live messages, never over the budget and never separating a tool call from
-its return. After every response it is stored at once (so a run's final answer is kept even
+its return (the request's tool definitions count against the budget). After every
+response it is stored at once (so a run's final answer is kept even
 if you pass no ``message_history`` next time) and its reported input tokens feed
 ``record_usage``. Like pydantic-ai's ``ProcessHistory``, the run's own history becomes the
 bounded one.
@@ -218,10 +219,12 @@ class _Processor:
                 self._known.popitem(last=False)
         return responses
 
-    async def __call__(self, messages: list[pai.ModelMessage]) -> list[pai.ModelMessage]:
+    async def __call__(self, messages: list[pai.ModelMessage],
+                       tools: list[dict[str, Any]] | None = None) -> list[pai.ModelMessage]:
         responses = await self.store(messages)
         context = await self.bridge.acontext(
-            self.session_id, system="\n\n".join(self.system) or None, max_tokens=self.max_tokens)
+            self.session_id, system="\n\n".join(self.system) or None, tools=tools,
+            max_tokens=self.max_tokens)
         parts = split_context(context)
         system = [*self.system, *([parts.summary] if parts.summary else [])]
         return to_pydantic_ai(system, parts.messages, responses)
@@ -231,6 +234,15 @@ class _Processor:
         tokens = response.usage.input_tokens if response.usage else None
         if record_usage and isinstance(tokens, int) and tokens > 0:
             await self.bridge.arecord_usage(self.session_id, tokens)
+
+
+def _tool_schemas(request_context: ModelRequestContext) -> list[dict[str, Any]] | None:
+    """The request's tool definitions as OpenAI schemas, to count them against the budget."""
+    params = request_context.model_request_parameters
+    tools = [*getattr(params, "function_tools", ()), *getattr(params, "output_tools", ())]
+    return [{"type": "function", "function": {"name": t.name, "description": t.description or "",
+                                              "parameters": t.parameters_json_schema}}
+            for t in tools] or None
 
 
 def history_processor(
@@ -267,7 +279,8 @@ class ContextFoldCapability(AbstractCapability[Any]):
     async def before_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
-        messages = await self._processor(list(request_context.messages))
+        messages = await self._processor(list(request_context.messages),
+                                         _tool_schemas(request_context))
         request_context.messages = messages.copy()
         ctx.messages[:] = messages
         return request_context
