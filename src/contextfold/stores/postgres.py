@@ -34,6 +34,8 @@ from .base import (
     Retention,
     Snapshot,
     Summary,
+    SummaryVersion,
+    keeps_summary_text,
     plan_append,
 )
 from .postgres_schema import (
@@ -44,6 +46,7 @@ from .postgres_schema import (
     MIGRATIONS,
     SESSION_COLS,
     SESSION_COLS_S,
+    VERSIONS_SELECT,
     ledger_params,
 )
 from .rows import (
@@ -52,6 +55,7 @@ from .rows import (
     encode_message,
     ledger_from_row,
     session_stats,
+    version_from_row,
 )
 
 try:
@@ -92,6 +96,7 @@ class PostgresStore:
         statement_timeout: float = 30.0,
         lock_timeout: float = 10.0,
         idle_in_transaction_timeout: float = 60.0,
+        summary_history: bool | None = None,
     ) -> None:
         if retention not in ("archive", "delete"):
             raise ConfigError(f"retention must be 'archive' or 'delete', got {retention!r}")
@@ -101,6 +106,7 @@ class PostgresStore:
             raise ConfigError(f"pool_size must be >= 1, got {pool_size!r}")
         self.url = url
         self.retention: Retention = retention
+        self.summary_history = summary_history
         self.schema = schema
         self.pool_size = pool_size
         self.connect_timeout = connect_timeout
@@ -279,6 +285,7 @@ class PostgresStore:
             "tokens": commit.tokens,
             "at": entry.started_at,
             "delete": self.retention == "delete",
+            "history": keeps_summary_text(self),
             "owner": lease.owner if lease else None,
             "token": lease.token if lease else None,
             **{f"l_{c}": v for c, v in zip(LEDGER_COLUMNS, ledger_params(entry), strict=True)},
@@ -350,7 +357,7 @@ class PostgresStore:
             row = await self._lock_session(conn, session_id, "last_seq")
             if row is None or (if_last_seq is not None and row[0] != if_last_seq):
                 return False
-            for table in ("messages", "ledger", "pii_vault", "sessions"):
+            for table in ("messages", "ledger", "pii_vault", "summary_versions", "sessions"):
                 await conn.execute(
                     f"DELETE FROM {table} WHERE session_id = %s",
                     (session_id,),
@@ -531,6 +538,15 @@ class PostgresStore:
             if row is None or row[0] is None:
                 return None
             return Summary(row[0], row[1], row[2], row[3], row[4])
+
+        return await self._tx(do, single=True)
+
+    async def summary_versions(
+        self, session_id: str, *, after_version: int = 0, limit: int | None = None
+    ) -> list[SummaryVersion]:
+        async def do(conn: Conn) -> list[SummaryVersion]:
+            cur = await conn.execute(VERSIONS_SELECT, (session_id, after_version, limit))
+            return [version_from_row(r) for r in await cur.fetchall()]
 
         return await self._tx(do, single=True)
 
