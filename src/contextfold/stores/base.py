@@ -288,9 +288,15 @@ class Store(Protocol):
         ...
 
     async def summary_versions(
-        self, session_id: str, *, after_version: int = 0, limit: int | None = None
+        self,
+        session_id: str,
+        *,
+        after_version: int = 0,
+        limit: int | None = None,
+        text: bool = True,
     ) -> list[SummaryVersion]:
-        """The session's summary versions with version > ``after_version``, oldest first."""
+        """The session's summary versions with version > ``after_version``, oldest first.
+        ``text=False`` leaves every ``text`` None (numbers only: cheap for long sessions)."""
         ...
 
     async def record_attempt(self, entry: LedgerEntry) -> int:

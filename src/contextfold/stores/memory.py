@@ -183,12 +183,19 @@ class MemoryStore:
         return summary
 
     async def summary_versions(
-        self, session_id: str, *, after_version: int = 0, limit: int | None = None
+        self,
+        session_id: str,
+        *,
+        after_version: int = 0,
+        limit: int | None = None,
+        text: bool = True,
     ) -> list[SummaryVersion]:
         sess = self._sessions.get(session_id)
         if sess is None:
             return []
-        out = [v for v in sess.versions if v.version > after_version]
+        out = [
+            v if text else replace(v, text=None) for v in sess.versions if v.version > after_version
+        ]
         return out if limit is None else out[:limit]
 
     def _add_ledger(self, entry: LedgerEntry) -> int:

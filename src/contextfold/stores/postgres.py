@@ -542,10 +542,15 @@ class PostgresStore:
         return await self._tx(do, single=True)
 
     async def summary_versions(
-        self, session_id: str, *, after_version: int = 0, limit: int | None = None
+        self,
+        session_id: str,
+        *,
+        after_version: int = 0,
+        limit: int | None = None,
+        text: bool = True,
     ) -> list[SummaryVersion]:
         async def do(conn: Conn) -> list[SummaryVersion]:
-            cur = await conn.execute(VERSIONS_SELECT, (session_id, after_version, limit))
+            cur = await conn.execute(VERSIONS_SELECT, (text, session_id, after_version, limit))
             return [version_from_row(r) for r in await cur.fetchall()]
 
         return await self._tx(do, single=True)

@@ -123,8 +123,9 @@ VERSION_COLS = (
     "session_id, version, lo, through_seq, at_seq, tokens, live_tokens, text, created_at"
 )
 VERSIONS_SELECT = (
-    f"SELECT {VERSION_COLS} FROM summary_versions WHERE session_id = %s AND version > %s "
-    "ORDER BY version LIMIT %s"
+    "SELECT session_id, version, lo, through_seq, at_seq, tokens, live_tokens, "
+    "CASE WHEN %s THEN text END, created_at FROM summary_versions "
+    "WHERE session_id = %s AND version > %s ORDER BY version LIMIT %s"
 )
 
 SESSION_COLS = (

@@ -551,10 +551,15 @@ class SQLiteStore:
         return await self._call(do)
 
     async def summary_versions(
-        self, session_id: str, *, after_version: int = 0, limit: int | None = None
+        self,
+        session_id: str,
+        *,
+        after_version: int = 0,
+        limit: int | None = None,
+        text: bool = True,
     ) -> list[SummaryVersion]:
         return await self._read(
-            lambda conn: schema.read_versions(conn, session_id, after_version, limit)
+            lambda conn: schema.read_versions(conn, session_id, after_version, limit, text)
         )
 
     async def ledger(

@@ -154,10 +154,11 @@ def insert_version(
 
 
 def read_versions(
-    conn: sqlite3.Connection, session_id: str, after_version: int, limit: int | None
+    conn: sqlite3.Connection, session_id: str, after_version: int, limit: int | None, text: bool
 ) -> list[SummaryVersion]:
+    cols = VERSION_COLS if text else VERSION_COLS.replace(" text,", " NULL,")
     rows = conn.execute(
-        f"SELECT {VERSION_COLS} FROM summary_versions WHERE session_id = ? AND version > ? "
+        f"SELECT {cols} FROM summary_versions WHERE session_id = ? AND version > ? "
         "ORDER BY version LIMIT ?",
         (session_id, after_version, -1 if limit is None else limit),
     ).fetchall()

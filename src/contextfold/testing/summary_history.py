@@ -71,6 +71,9 @@ class SummaryHistoryConformance:
             assert await store.summary_versions("s", after_version=1) == versions[1:]
             assert await store.summary_versions("s", limit=1) == versions[:1]
             assert await store.summary_versions("s", after_version=2) == []
+            numbers = await store.summary_versions("s", text=False)
+            assert [v.text for v in numbers] == [None, None]
+            assert [(v.version, v.at_seq, v.tokens) for v in numbers] == [(1, 6, 5), (2, 8, 6)]
             assert [v.text for v in await store.summary_versions("t")] == [
                 "other" if keeps else None
             ]
