@@ -23,13 +23,15 @@ def cli() -> None:
       contextfold sessions                   what is stored
       contextfold show SESSION               its summary and live messages
       contextfold stats                      fold ledger totals
+      contextfold keys create --tenant demo  an API key for the HTTP service
+      contextfold serve                      the HTTP service on 127.0.0.1:8765
     """
 
 
 def _register() -> None:
-    from . import demo, inspect, replay, worker
+    from . import demo, inspect, replay, serve, worker
 
-    for module in (demo, replay, inspect, worker):
+    for module in (demo, replay, inspect, worker, serve):
         for command in module.COMMANDS:
             cli.add_command(command)
 

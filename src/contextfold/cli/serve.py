@@ -1,0 +1,206 @@
+"""``contextfold serve`` (the HTTP service) and ``contextfold keys`` (its API keys)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import ConfigError
+from .common import db_option, emit_json, err_console, guard
+
+_EXTRA_HINT = 'the HTTP service needs its extra: pip install "contextfold[server]"'
+
+
+def _server_modules() -> Any:
+    try:
+        import uvicorn  # noqa: F401
+
+        from ..server import app, catalog, config, keys
+    except ImportError as exc:
+        raise ConfigError(_EXTRA_HINT) from exc
+    return app, catalog, config, keys
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535))
+@db_option
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Server config file (YAML or JSON): limits, defaults, model.",
+)
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Server processes (use with a PostgreSQL store).",
+)
+@click.option(
+    "--log-level",
+    default="info",
+    show_default=True,
+    type=click.Choice(["debug", "info", "warning", "error"]),
+)
+@guard
+def serve(
+    host: str, port: int, db: str | None, config_path: Path | None, workers: int, log_level: str
+) -> None:
+    """Serve the library over HTTP (OpenAPI at /openapi.json, docs at /docs).
+
+    \b
+    Example:
+      contextfold keys create --tenant demo      # prints a key once
+      contextfold serve                          # http://127.0.0.1:8765
+      curl -H "Authorization: Bearer $KEY" http://127.0.0.1:8765/v1/sessions
+    """
+    app_mod, _, config_mod, _ = _server_modules()
+    import uvicorn
+
+    config = config_mod.load_config(config_path)
+    url = app_mod.resolve_store_url(db or config.store)
+    if (
+        workers > 1
+        and url.startswith("sqlite")
+        and "CONTEXTFOLD_ALLOW_SQLITE_WORKERS" not in os.environ
+    ):
+        err_console.print(
+            "[yellow]note:[/] several workers on one SQLite file share one writer;"
+            " use --store postgresql://… to scale out"
+        )
+    # Every process rebuilds the app from these (uvicorn imports the factory by name).
+    os.environ["CONTEXTFOLD_SERVER_STORE"] = url
+    if config_path is not None:
+        os.environ["CONTEXTFOLD_SERVER_CONFIG"] = str(config_path.resolve())
+    if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="contextfold-metrics-")
+    logging.basicConfig(
+        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    err_console.print(
+        f"[dim]contextfold serve: http://{host}:{port} store={_safe(url)} workers={workers}[/]"
+    )
+    uvicorn.run(
+        "contextfold.server.app:app_from_env",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level=log_level,
+        access_log=False,  # our access log has no query strings (they can hold prompts)
+        proxy_headers=False,
+    )
+
+
+def _safe(url: str) -> str:
+    """The URL without a password."""
+    scheme, sep, rest = url.partition("://")
+    creds, at, host = rest.rpartition("@")
+    if at and ":" in creds:
+        creds = creds.split(":", 1)[0] + ":***"
+    return f"{scheme}{sep}{creds}{at}{host}"
+
+
+@click.group()
+def keys() -> None:
+    """API keys of the HTTP service (one tenant per key; a tenant may have several)."""
+
+
+def _catalog(db: str | None) -> Any:
+    app_mod, catalog_mod, _, _ = _server_modules()
+    catalog = catalog_mod.open_catalog(app_mod.resolve_store_url(db))
+    catalog.setup()
+    return catalog
+
+
+@keys.command("create")
+@click.option("--tenant", required=True, help="Tenant name: lowercase letters, digits, - and _.")
+@db_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@guard
+def keys_create(tenant: str, db: str | None, as_json: bool) -> None:
+    """Create a key for TENANT and print it once (only its hash is stored)."""
+    _, _, _, keys_mod = _server_modules()
+    catalog = _catalog(db)
+    try:
+        key, record = keys_mod.create_key(catalog, tenant)
+    finally:
+        catalog.close()
+    if as_json:
+        emit_json({"key": key, "key_id": record.key_id, "tenant": record.tenant})
+        return
+    click.echo(key)
+    err_console.print(
+        f"[dim]key {record.key_id} for tenant {tenant!r}; shown once, store it "
+        f"now (send it as 'Authorization: Bearer KEY')[/]"
+    )
+
+
+@keys.command("list")
+@click.option("--tenant", default=None, help="Only this tenant's keys.")
+@db_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@guard
+def keys_list(tenant: str | None, db: str | None, as_json: bool) -> None:
+    """List keys (ids, tenants, dates; never the keys themselves)."""
+    from datetime import datetime, timezone
+
+    catalog = _catalog(db)
+    try:
+        records = catalog.list_keys(tenant)
+    finally:
+        catalog.close()
+
+    def when(ts: float | None) -> str | None:
+        return (
+            None
+            if ts is None
+            else datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds")
+        )
+
+    rows = [
+        {
+            "key_id": r.key_id,
+            "tenant": r.tenant,
+            "created_at": when(r.created_at),
+            "revoked_at": when(r.revoked_at),
+        }
+        for r in records
+    ]
+    if as_json:
+        emit_json(rows)
+        return
+    if not rows:
+        err_console.print("no keys yet: contextfold keys create --tenant NAME")
+    for row in rows:
+        state = f"revoked {row['revoked_at']}" if row["revoked_at"] else "active"
+        click.echo(f"{row['key_id']}  {row['tenant']:<20}  created {row['created_at']}  {state}")
+
+
+@keys.command("revoke")
+@click.argument("key_id")
+@db_option
+@guard
+def keys_revoke(key_id: str, db: str | None) -> None:
+    """Revoke the key KEY_ID (servers stop accepting it within key_cache_seconds)."""
+    catalog = _catalog(db)
+    try:
+        revoked = catalog.revoke_key(key_id)
+    finally:
+        catalog.close()
+    if not revoked:
+        err_console.print(f"[bold red]error:[/] no active key {key_id!r}")
+        sys.exit(2)
+    click.echo(f"revoked {key_id}")
+
+
+COMMANDS = [serve, keys]

@@ -1,0 +1,215 @@
+"""The app factory: ``create_app(config, store_url) -> FastAPI``.
+
+Routers plug in here (see ``README_SEAMS.md``); error handling turns everything into
+``application/problem+json`` (:mod:`contextfold.server.problems`); middleware enforces the
+body limit and records metrics and the access log.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from .. import __version__
+from ..errors import ContextFoldError
+from ..stores import default_db_path
+from .catalog import open_catalog
+from .config import ServerConfig
+from .limits import BodyLimitMiddleware, RateLimiter
+from .metrics import Metrics, MetricsMiddleware
+from .problems import PROBLEM_MEDIA_TYPE, ProblemError, problem_for_library_error
+from .tenancy import ServerState
+
+__all__ = ["create_app", "resolve_store_url"]
+
+log = logging.getLogger("contextfold.server")
+
+API_DESCRIPTION = """\
+contextfold over HTTP: bounded LLM conversation memory with a rolling summary.
+
+Every `/v1` request needs `Authorization: Bearer KEY` (create one with
+`contextfold keys create --tenant NAME`). Session ids are scoped to the key's tenant.
+Errors are `application/problem+json` (RFC 9457) with a stable `code`.
+"""
+
+
+def resolve_store_url(db: str | Path | None) -> str:
+    """A store URL from ``--db``/``--store``: URLs pass through, paths become SQLite URLs,
+    None is the CLI's default SQLite file."""
+    if isinstance(db, str) and "://" in db:
+        return db
+    path = Path(db) if db is not None else default_db_path()
+    return f"sqlite:///{path.expanduser().resolve()}"
+
+
+def create_app(config: ServerConfig | None = None, store_url: str | None = None) -> FastAPI:
+    """The HTTP service for ``store_url`` (default: ``config.store``, else the CLI's
+    SQLite file)."""
+    config = config or ServerConfig()
+    url = resolve_store_url(store_url or config.store)
+    metrics = Metrics()
+    state = ServerState(
+        config,
+        url,
+        open_catalog(url),
+        RateLimiter(config.limits.requests_per_second, config.limits.burst),
+        metrics,
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        try:
+            await state.memory(config.defaults).stats("readyz/probe")
+            state.catalog.setup()
+        except ContextFoldError as exc:  # serve anyway: /readyz says 503 until it answers
+            log.warning("store not reachable at startup: %s", type(exc).__name__)
+        yield
+        await state.close()
+
+    app = FastAPI(
+        title="contextfold",
+        version=__version__,
+        description=API_DESCRIPTION,
+        lifespan=lifespan,
+        generate_unique_id_function=lambda route: route.name,
+    )
+    app.state.contextfold = state
+    _install_error_handlers(app)
+    _include_routers(app)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=config.limits.max_body_bytes)
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    _tidy_openapi(app)
+    return app
+
+
+def _include_routers(app: FastAPI) -> None:
+    """Every router of the service. Another front door (e.g. the inspector's ``/ui``) adds
+    its ``app.include_router(...)`` line here."""
+    from .routes import ops, sessions
+
+    app.include_router(sessions.router)
+    app.include_router(ops.router)
+
+
+def _problem_response(problem: ProblemError, request: Request) -> JSONResponse:
+    return JSONResponse(
+        problem.body(request.url.path),
+        status_code=problem.status,
+        media_type=PROBLEM_MEDIA_TYPE,
+        headers=problem.headers,
+    )
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ProblemError)
+    async def on_problem(request: Request, exc: ProblemError) -> JSONResponse:
+        return _problem_response(exc, request)
+
+    @app.exception_handler(ContextFoldError)
+    async def on_library_error(request: Request, exc: ContextFoldError) -> JSONResponse:
+        problem = problem_for_library_error(exc)
+        if problem.status >= 500:
+            log.warning("%s %s: %s", request.method, _route(request), type(exc).__name__)
+        return _problem_response(problem, request)
+
+    @app.exception_handler(RequestValidationError)
+    async def on_validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        content_type = request.headers.get("content-type", "")
+        not_json = bool(content_type) and "json" not in content_type.lower()
+        if any(e.get("type") == "json_invalid" for e in errors):
+            problem = ProblemError(400, "malformed_json", "the request body is not valid JSON")
+        elif not_json and any(tuple(e.get("loc", ())) == ("body",) for e in errors):
+            problem = ProblemError(
+                400, "malformed_json", "send the body as JSON with Content-Type application/json"
+            )
+        else:
+            problem = ProblemError(
+                422,
+                "validation_error",
+                "; ".join(_field_error(e) for e in errors[:5]),
+                errors=[
+                    {"loc": list(e.get("loc", ())), "msg": e.get("msg", "")} for e in errors[:50]
+                ],
+            )
+        return _problem_response(problem, request)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def on_http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 405:
+            problem = ProblemError(
+                405, "method_not_allowed", f"{request.method} is not allowed here"
+            )
+        elif exc.status_code == 404:
+            problem = ProblemError(404, "not_found", "no such route")
+        elif exc.status_code == 400:
+            problem = ProblemError(400, "malformed_json", "the request body could not be read")
+        else:
+            problem = ProblemError(500, "internal_error")
+            problem.status = exc.status_code
+        return _problem_response(problem, request)
+
+    @app.exception_handler(Exception)
+    async def on_bug(request: Request, exc: Exception) -> JSONResponse:
+        # No traceback in the log either: it could quote message content.
+        log.error("%s %s failed: %s", request.method, _route(request), type(exc).__name__)
+        return _problem_response(ProblemError(500, "internal_error"), request)
+
+
+def _field_error(error: Any) -> str:
+    loc = ".".join(str(p) for p in error.get("loc", ()) if p != "body")
+    return f"{loc}: {error.get('msg', 'invalid')}" if loc else str(error.get("msg", "invalid"))
+
+
+def _route(request: Request) -> str:
+    return getattr(request.scope.get("route"), "path", None) or "unmatched"
+
+
+def _tidy_openapi(app: FastAPI) -> None:
+    """Problem responses are documented as ``application/problem+json`` only, and the
+    bearer scheme is declared for ``/v1``."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = build()
+        for path, item in schema.get("paths", {}).items():
+            for operation in item.values():
+                for status, response in operation.get("responses", {}).items():
+                    content = response.get("content", {})
+                    if status[:1] in "45" and PROBLEM_MEDIA_TYPE in content:
+                        content.pop("application/json", None)
+                if path.startswith("/v1"):
+                    operation["security"] = [{"bearer": []}]
+        components = schema.setdefault("components", {})
+        components.setdefault("securitySchemes", {})["bearer"] = {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "contextfold keys create",
+        }
+        for name in ("HTTPValidationError", "ValidationError"):
+            components.get("schemas", {}).pop(name, None)
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def app_from_env() -> FastAPI:
+    """The app ``contextfold serve`` runs in each worker process: store and config from
+    ``CONTEXTFOLD_SERVER_STORE`` / ``CONTEXTFOLD_SERVER_CONFIG``."""
+    import os
+
+    from .config import load_config
+
+    config = load_config(os.environ.get("CONTEXTFOLD_SERVER_CONFIG"))
+    return create_app(config, os.environ.get("CONTEXTFOLD_SERVER_STORE"))

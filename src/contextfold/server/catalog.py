@@ -1,0 +1,301 @@
+"""The service's own tables: API keys and each tenant's session index (with settings).
+
+They live in the same database as the sessions — the same SQLite file or the same
+PostgreSQL database — so ``contextfold keys create --db X`` and ``contextfold serve --db X``
+need nothing else, and several server processes (``--workers N``, or several machines on one
+PostgreSQL) share them. They are separate from the store's tables and migrations: the
+store knows nothing of tenants.
+
+Tables (created if missing, safe to run twice):
+
+``cf_server_keys``
+    one row per API key: ``key_id`` (public, shown by ``keys list``), ``tenant``,
+    ``key_hash`` (SHA-256 of the whole key; keys are 256-bit random, so a fast hash is
+    enough and lookups stay O(1)), ``created_at``, ``revoked_at``.
+``cf_server_sessions``
+    one row per (tenant, session): ``created_at``, ``last_activity`` (refreshed at most
+    once a second per session by each process), ``settings`` (JSON of the session's own
+    settings, or NULL for the server defaults). Indexed by (tenant, last_activity,
+    session_id), so a tenant's listing is a keyset-paginated index range scan however many
+    tenants and sessions there are.
+
+The session rows are an index of the store's sessions, written after each append: the
+store stays the source of truth for messages (see :mod:`contextfold.server.tenancy`).
+Every call is a blocking DB-API call; the async wrappers run them in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from ..errors import ConfigError, StorageError
+
+__all__ = ["Catalog", "KeyRecord", "SessionRow", "open_catalog"]
+
+T = TypeVar("T")
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS cf_server_keys (
+        key_id TEXT PRIMARY KEY,
+        tenant TEXT NOT NULL,
+        key_hash TEXT NOT NULL UNIQUE,
+        created_at DOUBLE PRECISION NOT NULL,
+        revoked_at DOUBLE PRECISION
+    )""",
+    "CREATE INDEX IF NOT EXISTS cf_server_keys_tenant ON cf_server_keys (tenant)",
+    """CREATE TABLE IF NOT EXISTS cf_server_sessions (
+        tenant TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL,
+        last_activity DOUBLE PRECISION NOT NULL,
+        settings TEXT,
+        PRIMARY KEY (tenant, session_id)
+    )""",
+    "CREATE INDEX IF NOT EXISTS cf_server_sessions_activity"
+    " ON cf_server_sessions (tenant, last_activity, session_id)",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRecord:
+    key_id: str
+    tenant: str
+    created_at: float
+    revoked_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    tenant: str
+    session_id: str
+    created_at: float
+    last_activity: float
+    settings: str | None
+
+
+class _Connection(Protocol):
+    def execute(self, sql: str, params: Sequence[Any] = ...) -> Any: ...
+
+
+class Catalog:
+    """Keys and tenant session rows in the store's database. Build with :func:`open_catalog`."""
+
+    def __init__(
+        self,
+        connect: Callable[[], Any],
+        *,
+        placeholder: str,
+        driver_errors: tuple[type[BaseException], ...],
+        pooled: bool = False,
+    ) -> None:
+        self._connect = connect
+        self._ph = placeholder
+        self._driver_errors = driver_errors
+        self._pooled = pooled
+        self._lock = threading.Lock()
+        self._conn: Any = None
+        self._pool: Any = None
+        self._ready = False
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    def _sql(self, sql: str) -> str:
+        return sql if self._ph == "?" else sql.replace("?", self._ph)
+
+    @contextmanager
+    def _connection(self) -> Iterator[_Connection]:
+        try:
+            if self._pooled:
+                if self._pool is None:
+                    with self._lock:
+                        if self._pool is None:
+                            self._pool = self._connect()
+                with self._pool.connection() as conn:
+                    yield conn
+            else:
+                with self._lock:
+                    if self._conn is None:
+                        self._conn = self._connect()
+                    yield self._conn
+        except self._driver_errors as exc:
+            raise StorageError(f"server catalog: {type(exc).__name__}") from exc
+
+    def _run(self, fn: Callable[[_Connection], T]) -> T:
+        with self._connection() as conn:
+            if not self._ready:
+                for ddl in _SCHEMA:
+                    conn.execute(ddl)
+                self._ready = True
+            return fn(conn)
+
+    async def _arun(self, fn: Callable[[_Connection], T]) -> T:
+        return await asyncio.to_thread(self._run, fn)
+
+    def setup(self) -> None:
+        """Create the tables if missing (safe to call any number of times)."""
+        self._run(lambda conn: None)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None
+
+    # -- keys ---------------------------------------------------------------------------
+
+    def add_key(self, key_id: str, tenant: str, key_hash: str) -> KeyRecord:
+        now = time.time()
+        sql = self._sql(
+            "INSERT INTO cf_server_keys (key_id, tenant, key_hash, created_at) VALUES (?, ?, ?, ?)"
+        )
+        self._run(lambda c: c.execute(sql, (key_id, tenant, key_hash, now)))
+        return KeyRecord(key_id, tenant, now, None)
+
+    def list_keys(self, tenant: str | None = None) -> list[KeyRecord]:
+        sql = "SELECT key_id, tenant, created_at, revoked_at FROM cf_server_keys"
+        params: tuple[Any, ...] = ()
+        if tenant is not None:
+            sql += " WHERE tenant = ?"
+            params = (tenant,)
+        sql = self._sql(sql + " ORDER BY tenant, created_at, key_id")
+        rows = self._run(lambda c: c.execute(sql, params).fetchall())
+        return [KeyRecord(*r) for r in rows]
+
+    def revoke_key(self, key_id: str) -> bool:
+        """Revoke a key by its id; False if there is no such unrevoked key."""
+        sql = self._sql(
+            "UPDATE cf_server_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL"
+        )
+        cur = self._run(lambda c: c.execute(sql, (time.time(), key_id)))
+        return bool(cur.rowcount)
+
+    async def tenant_for(self, key_hash: str) -> tuple[str, str] | None:
+        """(tenant, key_id) of an unrevoked key with this hash, else None."""
+        sql = self._sql(
+            "SELECT tenant, key_id FROM cf_server_keys WHERE key_hash = ? AND revoked_at IS NULL"
+        )
+        row = await self._arun(lambda c: c.execute(sql, (key_hash,)).fetchone())
+        return (row[0], row[1]) if row else None
+
+    # -- sessions -----------------------------------------------------------------------
+
+    async def session(self, tenant: str, session_id: str) -> SessionRow | None:
+        sql = self._sql(
+            "SELECT tenant, session_id, created_at, last_activity, settings"
+            " FROM cf_server_sessions WHERE tenant = ? AND session_id = ?"
+        )
+        row = await self._arun(lambda c: c.execute(sql, (tenant, session_id)).fetchone())
+        return SessionRow(*row) if row else None
+
+    async def touch(self, tenant: str, session_id: str, when: float) -> None:
+        """Insert the session's row or move its ``last_activity`` to ``when``."""
+        sql = self._sql(
+            "INSERT INTO cf_server_sessions (tenant, session_id, created_at, last_activity)"
+            " VALUES (?, ?, ?, ?) ON CONFLICT (tenant, session_id)"
+            " DO UPDATE SET last_activity = excluded.last_activity"
+        )
+        await self._arun(lambda c: c.execute(sql, (tenant, session_id, when, when)))
+
+    async def put_settings(self, tenant: str, session_id: str, settings: str | None) -> None:
+        now = time.time()
+        sql = self._sql(
+            "INSERT INTO cf_server_sessions"
+            " (tenant, session_id, created_at, last_activity, settings) VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT (tenant, session_id) DO UPDATE SET settings = excluded.settings"
+        )
+        await self._arun(lambda c: c.execute(sql, (tenant, session_id, now, now, settings)))
+
+    async def forget(self, tenant: str, session_id: str) -> bool:
+        sql = self._sql("DELETE FROM cf_server_sessions WHERE tenant = ? AND session_id = ?")
+        cur = await self._arun(lambda c: c.execute(sql, (tenant, session_id)))
+        return bool(cur.rowcount)
+
+    async def sessions(
+        self, tenant: str, *, limit: int, before: tuple[float, str] | None = None
+    ) -> list[SessionRow]:
+        """The tenant's sessions, most recently active first, ``limit`` of them, starting
+        after the keyset cursor ``before`` = (last_activity, session_id) of the previous
+        page's last row."""
+        cols = "tenant, session_id, created_at, last_activity, settings"
+        if before is None:
+            sql = (
+                f"SELECT {cols} FROM cf_server_sessions WHERE tenant = ?"
+                " ORDER BY last_activity DESC, session_id DESC LIMIT ?"
+            )
+            params: tuple[Any, ...] = (tenant, limit)
+        else:
+            sql = (
+                f"SELECT {cols} FROM cf_server_sessions WHERE tenant = ?"
+                " AND (last_activity < ? OR (last_activity = ? AND session_id < ?))"
+                " ORDER BY last_activity DESC, session_id DESC LIMIT ?"
+            )
+            params = (tenant, before[0], before[0], before[1], limit)
+        q = self._sql(sql)
+        rows = await self._arun(lambda c: c.execute(q, params).fetchall())
+        return [SessionRow(*r) for r in rows]
+
+    async def count_sessions(self, tenant: str) -> int:
+        sql = self._sql("SELECT COUNT(*) FROM cf_server_sessions WHERE tenant = ?")
+        row = await self._arun(lambda c: c.execute(sql, (tenant,)).fetchone())
+        return int(row[0])
+
+    async def ping(self) -> None:
+        await self._arun(lambda c: c.execute("SELECT 1").fetchone())
+
+
+def open_catalog(store_url: str) -> Catalog:
+    """The catalog beside the store named by ``store_url`` (``sqlite:///…``/``postgresql://…``)."""
+    scheme, _, rest = store_url.partition("://")
+    if scheme == "sqlite":
+        path = rest[1:] if rest.startswith("/") else rest
+        return _sqlite_catalog(Path(path))
+    if scheme in ("postgresql", "postgres"):
+        return _postgres_catalog(store_url)
+    raise ConfigError(
+        f"the HTTP service needs a SQLite or PostgreSQL store, got {store_url.split('://')[0]!r}"
+    )
+
+
+def _sqlite_catalog(path: Path) -> Catalog:
+    def connect() -> sqlite3.Connection:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+        conn.execute("PRAGMA busy_timeout = 30000")
+        return conn
+
+    return Catalog(connect, placeholder="?", driver_errors=(sqlite3.Error, OSError))
+
+
+def _postgres_catalog(url: str) -> Catalog:
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ConfigError(
+            'a PostgreSQL store needs psycopg: pip install "contextfold[server,postgres]"'
+        ) from exc
+
+    def connect() -> Any:
+        pool = psycopg_pool.ConnectionPool(
+            url, min_size=1, max_size=4, kwargs={"autocommit": True}, timeout=10, open=False
+        )
+        pool.open(wait=True, timeout=10)
+        return pool
+
+    return Catalog(
+        connect,
+        placeholder="%s",
+        driver_errors=(psycopg.Error, OSError, psycopg_pool.PoolTimeout),
+        pooled=True,
+    )

@@ -1,0 +1,94 @@
+"""Server configuration: the ``--config`` file (YAML or JSON) and the command-line flags.
+
+::
+
+    # server.yaml — every key is optional
+    store: postgresql://localhost/contextfold   # default: the CLI's SQLite file
+    model: null                 # summarizer model ("openai:gpt-4o-mini"); null: offline
+    fold: inline                # inline: fold during the append; deferred: workers fold
+    key_cache_seconds: 2        # a revoked key stops working within this many seconds
+    limits:
+      max_body_bytes: 1048576   # 413 payload_too_large above this
+      max_messages_per_request: 1000   # 413 too_many_messages above this
+      requests_per_second: 50   # per key and server process; 0: no limit (429 above it)
+      burst: 100                # requests a key may make at once before the rate applies
+    defaults:                   # per-session settings a session has until it PUTs its own
+      policy: token_budget
+      budget: 4000
+      keep_last: 2
+
+An unknown key or a wrong value is a ``ConfigError`` naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as PydanticValidationError
+
+from ..errors import ConfigError
+from .session_settings import SessionSettings
+
+__all__ = ["Limits", "ServerConfig", "load_config"]
+
+
+class Limits(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_body_bytes: int = Field(default=1_048_576, ge=1024)
+    max_messages_per_request: int = Field(default=1000, ge=1)
+    requests_per_second: float = Field(default=50.0, ge=0)
+    burst: int = Field(default=100, ge=1)
+
+
+class ServerConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    store: str | None = Field(default=None, description="Store URL or SQLite path")
+    model: str | None = None
+    fold: Literal["inline", "deferred"] = "inline"
+    key_cache_seconds: float = Field(default=2.0, ge=0, le=300)
+    limits: Limits = Field(default_factory=Limits)
+    defaults: SessionSettings = Field(default_factory=SessionSettings)
+
+
+def load_config(path: str | os.PathLike[str] | None) -> ServerConfig:
+    """The configuration in ``path`` (YAML, or JSON), or the defaults when None."""
+    if path is None:
+        return ServerConfig()
+    source = os.fspath(path)
+    try:
+        with open(source, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read server config {source!r}: {exc}") from exc
+    if source.endswith(".json"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{source}: not valid JSON: {exc}") from exc
+    else:
+        try:
+            import yaml
+        except ImportError as exc:  # pragma: no cover - yaml is in the server extra
+            raise ConfigError(
+                'reading YAML needs PyYAML: pip install "contextfold[server]"'
+            ) from exc
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
+    try:
+        config = ServerConfig.model_validate(data or {})
+        config.defaults.policy_object()
+    except PydanticValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+        )
+        raise ConfigError(f"{source}: {problems}") from exc
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: defaults: {exc}") from exc
+    return config

@@ -1,0 +1,96 @@
+"""FastAPI dependencies every router uses: the server state, the authenticated tenant, and
+the tenant's session (``tenant_session``: must exist; ``writable_session``: may be new).
+
+A route that needs a session declares ``scoped: ScopedSession = Depends(tenant_session)``
+and works only through ``scoped.memory`` with ``scoped.store_id``; nothing else reaches
+the store, so no route can address another tenant's data.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import Depends, Path, Request
+
+from .keys import Tenant
+from .problems import PROBLEM_MEDIA_TYPE, Problem, ProblemError
+from .tenancy import SESSION_ID_PATTERN, ScopedSession, ServerState
+
+__all__ = [
+    "PROBLEM_RESPONSES",
+    "SessionId",
+    "current_tenant",
+    "get_state",
+    "tenant_session",
+    "writable_session",
+]
+
+SessionId = Annotated[
+    str, Path(pattern=SESSION_ID_PATTERN, description="The session's id (scoped to your tenant)")
+]
+
+
+def _problem(description: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "model": Problem,
+        "content": {PROBLEM_MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}},
+    }
+
+
+#: The problem responses every authenticated route can give (OpenAPI documentation).
+PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: _problem("Malformed JSON body (malformed_json)"),
+    401: _problem("Missing, unknown or revoked API key (unauthorized)"),
+    404: _problem("No such session for this tenant (not_found)"),
+    413: _problem("Body or batch over the limit (payload_too_large, too_many_messages)"),
+    422: _problem("Invalid message, parameter or settings (validation_error, config_error)"),
+    429: _problem("Over the key's request rate; see Retry-After (rate_limited)"),
+    503: _problem("The store failed or is unreachable (storage_unavailable)"),
+}
+
+
+def get_state(request: Request) -> ServerState:
+    state: ServerState = request.app.state.contextfold
+    return state
+
+
+async def current_tenant(
+    request: Request, state: Annotated[ServerState, Depends(get_state)]
+) -> Tenant:
+    """The tenant of the request's ``Authorization: Bearer KEY``, rate-limited per key;
+    401 ``unauthorized`` without a valid key."""
+    header = request.headers.get("authorization", "")
+    scheme, _, key = header.partition(" ")
+    tenant = None
+    if scheme.lower() == "bearer" and key.strip():
+        tenant = await state.keys.resolve(key.strip())
+    if tenant is None:
+        raise ProblemError(
+            401,
+            "unauthorized",
+            "send a valid API key in the Authorization header as Bearer KEY "
+            "(create one with: contextfold keys create --tenant NAME)",
+            headers={"WWW-Authenticate": 'Bearer realm="contextfold"'},
+        )
+    request.state.tenant = tenant
+    state.limiter.check(tenant.key_id)
+    return tenant
+
+
+async def tenant_session(
+    session_id: SessionId,
+    tenant: Annotated[Tenant, Depends(current_tenant)],
+    state: Annotated[ServerState, Depends(get_state)],
+) -> ScopedSession:
+    """The tenant's existing session ``session_id`` (404 ``not_found`` otherwise)."""
+    return await state.existing_session(tenant, session_id)
+
+
+async def writable_session(
+    session_id: SessionId,
+    tenant: Annotated[Tenant, Depends(current_tenant)],
+    state: Annotated[ServerState, Depends(get_state)],
+) -> ScopedSession:
+    """The tenant's session ``session_id``, created by the write if it is new."""
+    return await state.session(tenant, session_id)

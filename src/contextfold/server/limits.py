@@ -1,0 +1,110 @@
+"""Request limits: body size (an ASGI middleware, before any parsing) and a per-key rate.
+
+The body limit counts the bytes actually received, so a chunked body without
+``Content-Length`` is held to it too; a declared ``Content-Length`` over the limit is refused
+before the body is read. The rate limit is a token bucket per API key *per server process*
+(``requests_per_second``, ``burst``): with ``--workers N`` a key may reach N times the rate in
+total. Over the limit: 429 ``rate_limited`` with ``Retry-After`` (whole seconds, at least 1).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .problems import PROBLEM_MEDIA_TYPE, ProblemError
+
+__all__ = ["BodyLimitMiddleware", "RateLimiter", "send_problem"]
+
+
+class RateLimiter:
+    """Token buckets keyed by key id; ``rate`` 0 disables the limit."""
+
+    def __init__(self, rate: float, burst: int) -> None:
+        self.rate = rate
+        self.burst = float(burst)
+        self._buckets: dict[str, tuple[float, float]] = {}
+
+    def check(self, key_id: str) -> None:
+        """Take one token for ``key_id`` or raise 429 ``rate_limited``."""
+        if self.rate <= 0:
+            return
+        now = time.monotonic()
+        tokens, last = self._buckets.get(key_id, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - last) * self.rate)
+        if tokens < 1.0:
+            self._buckets[key_id] = (tokens, now)
+            wait = max(1, math.ceil((1.0 - tokens) / self.rate))
+            raise ProblemError(
+                429,
+                "rate_limited",
+                f"over {self.rate:g} requests per second for this key; retry in {wait} s",
+                headers={"Retry-After": str(wait)},
+            )
+        self._buckets[key_id] = (tokens - 1.0, now)
+        if len(self._buckets) > 100_000:
+            self._buckets.clear()
+
+
+async def send_problem(send: Send, problem: ProblemError, path: str) -> None:
+    import json
+
+    body = json.dumps(problem.body(path)).encode()
+    headers = [
+        (b"content-type", PROBLEM_MEDIA_TYPE.encode()),
+        (b"content-length", str(len(body)).encode()),
+        *((k.lower().encode(), v.encode()) for k, v in problem.headers.items()),
+    ]
+    await send({"type": "http.response.start", "status": problem.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+class BodyLimitMiddleware:
+    """413 ``payload_too_large`` for a body over ``max_bytes``."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        too_large = ProblemError(
+            413, "payload_too_large", f"the request body is over {self.max_bytes} bytes"
+        )
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    declared = 0
+                if declared > self.max_bytes:
+                    await send_problem(send, too_large, scope.get("path", ""))
+                    return
+        received = 0
+        started = False
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise too_large
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except ProblemError as exc:  # raised by limited_receive outside a route's handlers
+            if started or exc is not too_large:
+                raise
+            await send_problem(send, too_large, scope.get("path", ""))

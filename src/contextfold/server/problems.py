@@ -1,0 +1,152 @@
+"""RFC 9457 problem details: every error the service answers is ``application/problem+json``.
+
+Each problem has a stable ``code`` that mirrors the library's error tree
+(:mod:`contextfold.errors`) where the error comes from the library, and names the HTTP-level
+condition otherwise. Clients switch on ``code``, never on ``detail`` (free text).
+
+=====================  ======  ===============================================
+code                   status  when
+=====================  ======  ===============================================
+malformed_json         400     the body is not JSON
+unauthorized           401     no ``Authorization: Bearer`` key, or an unknown/revoked one
+not_found              404     no such session for this tenant (or no such route)
+method_not_allowed     405     the route exists, the method does not
+fold_conflict          409     ``ConflictError``: the session changed under the fold, or a
+                               fold of it is already running
+payload_too_large      413     the body is over ``limits.max_body_bytes``
+too_many_messages      413     more messages than ``limits.max_messages_per_request``
+validation_error       422     ``ValidationError``: not a valid message / sequence
+config_error           422     ``ConfigError``: settings or parameters that cannot work
+rate_limited           429     over the key's request rate; ``Retry-After`` says when
+storage_unavailable    503     ``StorageError``: the store failed or is unreachable
+internal_error         500     a bug; the response carries no detail (logged by class)
+=====================  ======  ===============================================
+
+``detail`` never quotes message content, keys or stack traces.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from ..errors import ConfigError, ConflictError, ContextFoldError, StorageError, ValidationError
+
+__all__ = [
+    "PROBLEM_MEDIA_TYPE",
+    "Problem",
+    "ProblemCode",
+    "ProblemError",
+    "problem_for_library_error",
+]
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+
+ProblemCode = Literal[
+    "malformed_json",
+    "unauthorized",
+    "not_found",
+    "method_not_allowed",
+    "fold_conflict",
+    "payload_too_large",
+    "too_many_messages",
+    "validation_error",
+    "config_error",
+    "rate_limited",
+    "storage_unavailable",
+    "internal_error",
+]
+
+_TITLES: dict[str, str] = {
+    "malformed_json": "Malformed JSON body",
+    "unauthorized": "Missing or unknown API key",
+    "not_found": "Not found",
+    "method_not_allowed": "Method not allowed",
+    "fold_conflict": "Fold conflict",
+    "payload_too_large": "Request body too large",
+    "too_many_messages": "Too many messages in one request",
+    "validation_error": "Invalid input",
+    "config_error": "Invalid settings or parameters",
+    "rate_limited": "Rate limit exceeded",
+    "storage_unavailable": "Store unavailable",
+    "internal_error": "Internal server error",
+}
+
+
+class Problem(BaseModel):
+    """An RFC 9457 problem details object with contextfold's stable ``code``."""
+
+    type: str = Field(description="URI naming the problem type: urn:contextfold:problem:CODE")
+    title: str
+    status: int
+    code: ProblemCode
+    detail: str = ""
+    instance: str | None = Field(default=None, description="The request path")
+    errors: list[dict[str, Any]] | None = Field(
+        default=None, description="Per-field validation errors (location and message only)"
+    )
+
+
+class ProblemError(Exception):
+    """Raise anywhere in a route to answer with a problem; ``headers`` are added
+    (``Retry-After``, ``WWW-Authenticate``)."""
+
+    def __init__(
+        self,
+        status: int,
+        code: ProblemCode,
+        detail: str = "",
+        *,
+        headers: dict[str, str] | None = None,
+        errors: list[dict[str, Any]] | None = None,
+    ) -> None:
+        super().__init__(f"{code}: {detail}")
+        self.status = status
+        self.code = code
+        self.detail = _bounded(detail)
+        self.headers = headers or {}
+        self.errors = errors
+
+    def body(self, instance: str | None = None) -> dict[str, Any]:
+        problem = Problem(
+            type=f"urn:contextfold:problem:{self.code}",
+            title=_TITLES[self.code],
+            status=self.status,
+            code=self.code,
+            detail=self.detail,
+            instance=instance,
+            errors=self.errors,
+        )
+        return problem.model_dump(exclude_none=True)
+
+
+def problem_for_library_error(exc: ContextFoldError) -> ProblemError:
+    """The problem a library error becomes at the HTTP boundary. ``detail`` is the
+    library's message for input errors (it names the offending field, not the content) and
+    a fixed sentence for store failures (driver messages may quote SQL or hosts)."""
+    if isinstance(exc, ValidationError):
+        return ProblemError(422, "validation_error", str(exc))
+    if isinstance(exc, ConfigError):
+        return ProblemError(422, "config_error", str(exc))
+    if isinstance(exc, ConflictError):
+        return ProblemError(409, "fold_conflict", "the session changed under the fold; retry")
+    if isinstance(exc, StorageError):
+        return ProblemError(
+            503,
+            "storage_unavailable",
+            "the store failed or is unreachable; nothing was written",
+            headers={"Retry-After": "1"},
+        )
+    return ProblemError(500, "internal_error", "")
+
+
+_QUOTED = re.compile("'[^']{25,}'|\"[^\"]{25,}\"")
+
+
+def _bounded(text: str, limit: int = 300) -> str:
+    """One line, bounded, with long quoted literals (which may be message content the
+    library quoted with ``!r``) cut out; short ones (roles, field names) stay."""
+    text = _QUOTED.sub("'…'", " ".join(text.split()))
+    return text if len(text) <= limit else text[: limit - 1] + "…"

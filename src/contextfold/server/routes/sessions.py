@@ -1,0 +1,358 @@
+"""``/v1``: the library's operations on a tenant's sessions."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from datetime import datetime, timezone
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Depends, Query, Response
+
+from ...engine import AsyncMemory
+from ...errors import ValidationError
+from ...outcomes import FoldOutcome
+from ..deps import PROBLEM_RESPONSES, current_tenant, get_state, tenant_session, writable_session
+from ..formats import ContextFormat, render
+from ..keys import Tenant
+from ..problems import ProblemError
+from ..schemas import (
+    Appended,
+    AppendRequest,
+    AppendResponse,
+    ContextResponse,
+    FoldRequest,
+    FoldResult,
+    LedgerResponse,
+    LedgerRow,
+    MessagesPage,
+    SessionInfo,
+    SessionsPage,
+    StatsOut,
+    StoredMessageOut,
+    SummaryOut,
+    SummaryResponse,
+    UsageRequest,
+    UsageResponse,
+    UsageTotals,
+)
+from ..session_settings import SessionSettings, SettingsPatch
+from ..tenancy import ScopedSession, ServerState, scoped_id
+
+router = APIRouter(prefix="/v1", tags=["sessions"], responses=PROBLEM_RESPONSES)
+
+State = Annotated[ServerState, Depends(get_state)]
+Existing = Annotated[ScopedSession, Depends(tenant_session)]
+Writable = Annotated[ScopedSession, Depends(writable_session)]
+CurrentTenant = Annotated[Tenant, Depends(current_tenant)]
+
+
+@router.post(
+    "/sessions/{session_id}/messages",
+    response_model=AppendResponse,
+    summary="Append messages (one atomic batch, idempotent by message id)",
+)
+async def append_messages(body: AppendRequest, scoped: Writable, state: State) -> AppendResponse:
+    limit = state.config.limits.max_messages_per_request
+    if len(body.messages) > limit:
+        raise ProblemError(
+            413,
+            "too_many_messages",
+            f"{len(body.messages)} messages in one request; the limit is {limit}",
+        )
+    if not body.messages:
+        raise ProblemError(422, "validation_error", "messages must not be empty")
+    raw = [m.to_library() for m in body.messages]
+    memory = scoped.memory
+    try:
+        result = await memory.add(scoped.store_id, *raw)
+    except ValidationError as exc:
+        raise _which_message(memory, raw, exc) from exc
+    await state.touch(scoped)
+    state.metrics.fold(result.fold)
+    fresh = len(raw) - result.duplicates
+    state.metrics.messages.inc(fresh)
+    first_fresh = max(result.seqs) - fresh + 1 if fresh else None
+    appended: list[Appended] = []
+    duplicates: list[Appended] = []
+    seen: set[int] = set()
+    for index, (message, seq) in enumerate(zip(raw, result.seqs, strict=True)):
+        item = Appended(index=index, seq=seq, id=message.get("id"))
+        if first_fresh is not None and seq >= first_fresh and seq not in seen:
+            appended.append(item)
+        else:
+            duplicates.append(item)
+        seen.add(seq)
+    stats = await memory.stats(scoped.store_id)
+    assert stats is not None
+    return AppendResponse(
+        session_id=scoped.session_id,
+        appended=appended,
+        duplicates=duplicates,
+        fold=FoldResult.of(result.fold),
+        stats=StatsOut.of(stats),
+    )
+
+
+def _which_message(
+    memory: AsyncMemory, raw: list[dict[str, object]], exc: ValidationError
+) -> ProblemError:
+    """The 422 for a rejected batch, naming the first invalid message when one is invalid
+    on its own (else the batch's order broke a rule, e.g. a tool result without its call)."""
+    for index, message in enumerate(raw):
+        try:
+            memory.prepare([message])
+        except ValidationError as one:
+            return ProblemError(422, "validation_error", f"messages[{index}]: {one}")
+    return ProblemError(422, "validation_error", str(exc))
+
+
+@router.get(
+    "/sessions/{session_id}/context",
+    response_model=ContextResponse,
+    summary="The bounded context to send to the model",
+)
+async def get_context(
+    scoped: Existing,
+    system: Annotated[str | None, Query(max_length=100_000, description="System prompt")] = None,
+    format: Annotated[ContextFormat, Query(description="Provider message shape")] = "openai",
+    max_tokens: Annotated[
+        int | None, Query(ge=64, le=2_000_000, description="Budget (default: the session's)")
+    ] = None,
+) -> ContextResponse:
+    memory = scoped.memory
+    context = await memory.context(
+        scoped.store_id, system=system, max_tokens=max_tokens or scoped.settings.budget
+    )
+    summary = await memory.summary(scoped.store_id)
+    fmt = format
+    system_text, messages = render(context.messages, fmt)
+    return ContextResponse(
+        session_id=scoped.session_id,
+        format=fmt,
+        system=system_text,
+        messages=messages,
+        tokens=context.tokens,
+        budget=context.budget,
+        trimmed=context.omitted > 0 or context.truncated,
+        omitted=context.omitted,
+        truncated=context.truncated,
+        bridged=context.bridged,
+        summary=SummaryOut.of(summary),
+    )
+
+
+@router.get(
+    "/sessions/{session_id}/summary",
+    response_model=SummaryResponse,
+    summary="The rolling summary (null before the first fold)",
+)
+async def get_summary(scoped: Existing) -> SummaryResponse:
+    summary = await scoped.memory.summary(scoped.store_id)
+    return SummaryResponse(session_id=scoped.session_id, summary=SummaryOut.of(summary))
+
+
+@router.get(
+    "/sessions/{session_id}/messages",
+    response_model=MessagesPage,
+    summary="Stored messages, oldest first, paginated by seq",
+)
+async def list_messages(
+    scoped: Existing,
+    after_seq: Annotated[int, Query(ge=0, le=2**62, description="Start after this seq")] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    include_folded: Annotated[bool, Query(description="Include folded messages")] = True,
+) -> MessagesPage:
+    await scoped.memory.stats(scoped.store_id)  # sets the store up on first use
+    rows = await scoped.memory.store.messages(
+        scoped.store_id, include_folded=include_folded, after_seq=after_seq, limit=limit + 1
+    )
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return MessagesPage(
+        session_id=scoped.session_id,
+        messages=[StoredMessageOut.of(m) for m in rows],
+        next_after_seq=rows[-1].seq if more and rows else None,
+    )
+
+
+@router.get(
+    "/sessions/{session_id}/ledger",
+    response_model=LedgerResponse,
+    summary="Fold attempts, newest first",
+)
+async def get_ledger(
+    scoped: Existing, limit: Annotated[int, Query(ge=1, le=1000)] = 100
+) -> LedgerResponse:
+    rows = await scoped.memory.ledger(scoped.store_id, limit=limit)
+    return LedgerResponse(session_id=scoped.session_id, entries=[LedgerRow.of(r) for r in rows])
+
+
+@router.post(
+    "/sessions/{session_id}/fold",
+    response_model=FoldResult,
+    responses={
+        409: PROBLEM_RESPONSES[422]
+        | {
+            "description": "The session changed under the fold, or a fold of it is "
+            "already running (fold_conflict)"
+        }
+    },
+    summary="Fold now if the policy says so (force: fold all it safely can)",
+)
+async def fold_session(
+    scoped: Existing, state: State, body: Annotated[FoldRequest | None, Body()] = None
+) -> FoldResult:
+    outcome = await scoped.memory.fold(scoped.store_id, force=bool(body and body.force))
+    state.metrics.fold(outcome)
+    _raise_on_conflict(outcome)
+    result = FoldResult.of(outcome)
+    assert result is not None
+    return result
+
+
+def _raise_on_conflict(outcome: FoldOutcome | None) -> None:
+    if outcome is None:
+        return
+    if outcome.status == "conflict" or (
+        outcome.status == "skipped" and "already running" in outcome.reason
+    ):
+        raise ProblemError(
+            409,
+            "fold_conflict",
+            "the session changed under the fold or a fold of it is already running; "
+            "nothing was written, retry",
+        )
+
+
+@router.post(
+    "/sessions/{session_id}/usage",
+    response_model=UsageResponse,
+    summary="Record the provider-reported input tokens of the last model call",
+)
+async def record_usage(body: UsageRequest, scoped: Existing, state: State) -> UsageResponse:
+    outcome = await scoped.memory.record_usage(scoped.store_id, body.input_tokens)
+    state.metrics.fold(outcome)
+    return UsageResponse(
+        session_id=scoped.session_id,
+        input_tokens=body.input_tokens,
+        fold=FoldResult.of(outcome),
+    )
+
+
+@router.delete(
+    "/sessions/{session_id}",
+    status_code=204,
+    response_class=Response,
+    summary="Delete the session: messages, summary, ledger, settings",
+)
+async def delete_session(scoped: Existing, state: State) -> Response:
+    if not await state.delete(scoped):
+        raise ProblemError(404, "not_found", f"no session {scoped.session_id!r}")
+    return Response(status_code=204)
+
+
+@router.get(
+    "/sessions/{session_id}/settings",
+    response_model=SessionSettings,
+    summary="The session's effective settings",
+)
+async def get_settings(scoped: Existing) -> SessionSettings:
+    return scoped.settings
+
+
+@router.put(
+    "/sessions/{session_id}/settings",
+    response_model=SessionSettings,
+    summary="Set the session's policy and summarizer preset (unset fields: defaults)",
+)
+async def put_settings(body: SettingsPatch, scoped: Writable, state: State) -> SessionSettings:
+    effective = state.config.defaults.overlay(body)
+    state.memory(effective)  # builds the policy: ConfigError (422) if the numbers clash
+    patch = body.model_dump(exclude_none=True)
+    await state.catalog.put_settings(
+        scoped.tenant.name, scoped.session_id, json.dumps(patch) if patch else None
+    )
+    return effective
+
+
+@router.get(
+    "/sessions",
+    response_model=SessionsPage,
+    summary="The tenant's sessions, most recently active first",
+)
+async def list_sessions(
+    tenant: CurrentTenant,
+    state: State,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    cursor: Annotated[
+        str | None, Query(max_length=600, description="next_cursor of the previous page")
+    ] = None,
+) -> SessionsPage:
+    rows = await state.catalog.sessions(tenant.name, limit=limit + 1, before=_decode(cursor))
+    more = len(rows) > limit
+    rows = rows[:limit]
+    stats = await state.stats_many(tenant, [r.session_id for r in rows])
+    sessions = [
+        SessionInfo(
+            session_id=r.session_id,
+            created_at=_utc(r.created_at),
+            last_activity=_utc(r.last_activity),
+            stats=StatsOut.of(s) if s is not None else None,
+            custom_settings=r.settings is not None,
+        )
+        for r, s in zip(rows, stats, strict=True)
+    ]
+    next_cursor = _encode(rows[-1].last_activity, rows[-1].session_id) if more and rows else None
+    return SessionsPage(sessions=sessions, next_cursor=next_cursor)
+
+
+@router.get("/usage", response_model=UsageTotals, summary="Summarizer usage of the tenant")
+async def tenant_usage(tenant: CurrentTenant, state: State) -> UsageTotals:
+    memory = state.memory(state.config.defaults)
+    prefix = scoped_id(tenant.name, "")
+    rows = [r for r in await memory.ledger(None, limit=None) if r.session_id.startswith(prefix)]
+    done = [r for r in rows if r.outcome == "committed"]
+    by_model: dict[str, int] = {}
+    for r in rows:
+        by_model[r.model or "?"] = (
+            by_model.get(r.model or "?", 0) + r.input_tokens + r.output_tokens
+        )
+    return UsageTotals(
+        folds=len(done),
+        failed=len(rows) - len(done),
+        calls=sum(r.calls for r in rows),
+        input_tokens=sum(r.input_tokens for r in rows),
+        output_tokens=sum(r.output_tokens for r in rows),
+        messages_folded=sum(r.messages_folded for r in done),
+        tokens_folded=sum(r.tokens_folded for r in done),
+        by_model=by_model,
+    )
+
+
+def _utc(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, tz=timezone.utc)
+
+
+def _encode(last_activity: float, session_id: str) -> str:
+    raw = json.dumps([last_activity, session_id]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode(cursor: str | None) -> tuple[float, str] | None:
+    if cursor is None:
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        value = json.loads(raw)
+        if (
+            isinstance(value, list)
+            and len(value) == 2
+            and isinstance(value[0], (int, float))
+            and isinstance(value[1], str)
+        ):
+            return float(value[0]), value[1]
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        pass
+    raise ProblemError(422, "validation_error", "cursor is not a next_cursor this API returned")

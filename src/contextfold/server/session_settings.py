@@ -1,0 +1,149 @@
+"""Per-session folding settings: the policy numbers and the summarizer preset.
+
+A session's settings are the server defaults (the config file's ``defaults``) overlaid with
+what ``PUT /v1/sessions/{id}/settings`` stored for it. They become the options of the
+:class:`~contextfold.engine.AsyncMemory` that serves the session:
+
+* ``policy: token_budget`` — ``TokenBudget(budget, target, keep_last, summary_max_tokens)``:
+  fold when the context exceeds ``budget``.
+* ``policy: message_count`` — ``MessageCount(max_messages, fold=fold_messages, keep_last,
+  min_tokens)``: the rolling-summary recipe (e.g. fold when more than 30 messages and the
+  oldest 20 exceed 15,000 tokens, keep 10). ``budget`` still bounds the context view.
+* ``context_limit_tokens`` adds ``ReportedUsage(limit)`` (``any_of``): fold when the
+  provider-reported input tokens (``POST …/usage``) exceed it.
+* ``preset`` (``conversation``/``agent``/``character``), ``task_context`` and ``character``
+  shape the summaries of an LLM summarizer (the server's ``model``). The offline extractive
+  summarizer has no presets; they are stored and apply once a model is configured.
+
+Validation is pydantic's (types, ranges: 422 ``validation_error`` with per-field errors) and
+then the policy's own checks (how the numbers relate: 422 ``config_error``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..policy import MessageCount, Policy, ReportedUsage, TokenBudget, any_of
+
+__all__ = ["SessionSettings", "SettingsPatch"]
+
+
+class SettingsPatch(BaseModel):
+    """What a client may set; every field optional (unset: the server default)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    policy: Literal["token_budget", "message_count"] | None = Field(
+        default=None, description="What triggers a fold"
+    )
+    budget: int | None = Field(
+        default=None,
+        ge=64,
+        le=2_000_000,
+        description="Context token budget; token_budget folds when the context exceeds it",
+    )
+    target: int | None = Field(
+        default=None, ge=32, le=2_000_000, description="token_budget: fold down to this many"
+    )
+    keep_last: int | None = Field(
+        default=None, ge=0, le=10_000, description="Messages always kept verbatim"
+    )
+    max_messages: int | None = Field(
+        default=None,
+        ge=1,
+        le=1_000_000,
+        description="message_count: fold when more live messages than this",
+    )
+    fold_messages: int | None = Field(
+        default=None, ge=1, le=1_000_000, description="message_count: how many oldest to fold"
+    )
+    min_tokens: int | None = Field(
+        default=None,
+        ge=0,
+        le=100_000_000,
+        description="message_count: and only when those candidates hold more tokens than this",
+    )
+    context_limit_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        le=10_000_000,
+        description="Also fold when the provider-reported input tokens exceed this",
+    )
+    summary_max_tokens: int | None = Field(
+        default=None, ge=64, le=100_000, description="Cap on the summary's tokens"
+    )
+    preset: Literal["conversation", "agent", "character"] | None = Field(
+        default=None, description="Summary style of an LLM summarizer"
+    )
+    task_context: str | None = Field(
+        default=None, max_length=4000, description="agent preset: the task the agent works on"
+    )
+    character: str | None = Field(
+        default=None, max_length=200, description="character preset: whose memory this is"
+    )
+
+
+class SessionSettings(BaseModel):
+    """Effective settings of a session (defaults filled in)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    policy: Literal["token_budget", "message_count"] = "token_budget"
+    budget: int = Field(default=4000, ge=64, le=2_000_000)
+    target: int | None = Field(default=None, ge=32, le=2_000_000)
+    keep_last: int = Field(default=2, ge=0, le=10_000)
+    max_messages: int = Field(default=30, ge=1, le=1_000_000)
+    fold_messages: int | None = Field(default=20, ge=1, le=1_000_000)
+    min_tokens: int | None = Field(default=None, ge=0, le=100_000_000)
+    context_limit_tokens: int | None = Field(default=None, ge=1, le=10_000_000)
+    summary_max_tokens: int | None = Field(default=None, ge=64, le=100_000)
+    preset: Literal["conversation", "agent", "character"] = "conversation"
+    task_context: str = Field(default="", max_length=4000)
+    character: str | None = Field(default=None, max_length=200)
+
+    def overlay(self, patch: SettingsPatch) -> SessionSettings:
+        """These settings with the patch's set fields replacing them."""
+        data = self.model_dump()
+        data.update(patch.model_dump(exclude_none=True))
+        return SessionSettings.model_validate(data)
+
+    def policy_object(self) -> Policy:
+        """The fold policy (raises ``ConfigError`` when the numbers do not fit together)."""
+        base: Policy
+        if self.policy == "token_budget":
+            base = TokenBudget(
+                self.budget,
+                target=self.target,
+                keep_last=self.keep_last,
+                summary_max_tokens=self.summary_max_tokens,
+            )
+        else:
+            base = MessageCount(
+                self.max_messages,
+                fold=self.fold_messages,
+                keep_last=self.keep_last,
+                min_tokens=self.min_tokens,
+            )
+        if self.context_limit_tokens is not None:
+            return any_of(base, ReportedUsage(self.context_limit_tokens))
+        return base
+
+    def memory_options(self, model: str | None) -> dict[str, Any]:
+        """Keyword arguments for ``AsyncMemory`` (policy, summarizer, summary cap)."""
+        options: dict[str, Any] = {"policy": self.policy_object()}
+        if self.summary_max_tokens is not None:
+            options["summary_max_tokens"] = self.summary_max_tokens
+        elif self.policy == "message_count":
+            options["summary_max_tokens"] = min(1024 + 64, max(128, self.budget // 2))
+        if model is not None:
+            from ..summarizers.llm import LLMSummarizer
+
+            options["summarizer"] = LLMSummarizer(
+                model,
+                preset=self.preset,
+                task_context=self.task_context,
+                character=self.character,
+            )
+        return options
