@@ -170,7 +170,9 @@ async def inspect_series(
     end = min(last, before_seq - 1) if before_seq is not None else last
     first = max(1, end - limit + 1)
     versions = await memory.store.summary_versions(sid, text=False)
-    start = needed_from(versions, first) if end >= first else first
+    # from the cut of the summary active before ``first``: the points and the first fold
+    # marker's "before" both need the live messages since then
+    start = needed_from(versions, max(1, first - 1)) if end >= first else first
     rows = await memory.store.messages(sid, after_seq=start - 1, limit=end - start + 1)
     tokens = {m.seq: m.tokens for m in rows}
     seqs = list(range(first, end + 1)) if end >= first else []
