@@ -10,6 +10,7 @@ import asyncio
 import json
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -142,7 +143,9 @@ def seed(db: Path, *, chat_turns: int = 40) -> Seeded:
     try:
         key, _ = create_key(catalog, "demo")
         other_key, _ = create_key(catalog, "other")
-        asyncio.run(_seed(db, catalog, "demo", chat_turns))
+        # in a thread of its own: the caller may be inside an event loop (Playwright's)
+        with ThreadPoolExecutor(1) as pool:
+            pool.submit(asyncio.run, _seed(db, catalog, "demo", chat_turns)).result()
     finally:
         catalog.close()
     return Seeded(db=db, url=url, key=key, other_key=other_key)
