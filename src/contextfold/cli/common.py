@@ -90,7 +90,7 @@ def emit_json(data: Any) -> None:
 
 
 def fail(message: str, code: int = 2) -> None:
-    err_console.print(f"[bold red]error:[/] {message}")
+    err_console.print(f"[bold red]error:[/] {message}", soft_wrap=True)  # one line, unwrapped
     sys.exit(code)
 
 

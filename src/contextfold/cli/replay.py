@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..errors import ValidationError
 from ..memory import Memory
-from ..messages import Message
+from ..messages import DEFAULT_MAX_MESSAGE_CHARS, Message, check_sequence, check_text
 from ..policy import TokenBudget
 from .common import (
     SUMMARIZERS,
@@ -30,33 +30,69 @@ from .render import print_context
 _PROGRESS_MIN_LINES = 200
 
 
-def read_transcript(path: Path) -> Iterator[tuple[int, Message]]:
-    """Yield (line number, message) for each non-blank line; a bad line is a
-    ``ValidationError`` naming its line number."""
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-                yield lineno, Message.from_openai(data)
-            except json.JSONDecodeError as exc:
-                raise ValidationError(f"{path}:{lineno}: not JSON: {exc.msg}") from exc
-            except ValidationError as exc:
-                raise ValidationError(f"{path}:{lineno}: {exc}") from exc
+def line_id(path: Path, lineno: int, raw: bytes) -> str:
+    """The stable id of a transcript line that has none: the file's name, the line number
+    and a digest of the line, so re-running an import (or the same file fixed) skips the
+    lines already stored, and two different files never collide."""
+    digest = hashlib.sha256(raw.strip()).hexdigest()[:12]
+    return f"{path.name}:{lineno}:{digest}"
 
 
-def _count_lines(path: Path) -> int:
-    with path.open("rb") as fh:
-        return sum(1 for line in fh if line.strip())
+def read_transcript(path: Path) -> list[tuple[int, Message]]:
+    """Every message of ``path`` (JSONL), validated before anything is stored: JSON per
+    line, a valid message, UTF-8 text, the tool-call order rules over the whole file. Any
+    problem is one ``ValidationError`` naming the file and line; nothing has been written.
+    Lines without an ``id`` get :func:`line_id`."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ValidationError(f"{path}: cannot read: {exc.strerror}") from exc
+    out: list[tuple[int, Message]] = []
+    for lineno, raw in enumerate(data.splitlines(), 1):
+        if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValidationError(
+                f"{path}:{lineno}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column "
+                f"{exc.start + 1}); replay reads JSONL, one JSON message per line"
+            ) from None
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValidationError(f"{path}:{lineno}: not JSON: {exc.msg}") from None
+        try:
+            if isinstance(value, dict) and value.get("id") is None:
+                value = {**value, "id": line_id(path, lineno, raw)}
+            message = Message.from_openai(value)
+            check_text(message.text, f"{message.role} message content", DEFAULT_MAX_MESSAGE_CHARS)
+        except ValidationError as exc:
+            raise ValidationError(f"{path}:{lineno}: {exc}") from None
+        out.append((lineno, message))
+    try:
+        check_sequence(m for _, m in out)
+    except ValidationError as exc:
+        index = int(str(exc).split(":", 1)[0].removeprefix("message "))
+        detail = str(exc).split(":", 1)[1].strip()
+        raise ValidationError(f"{path}:{out[index][0]}: {detail}") from None
+    return out
 
 
 def replay_into(
-    memory: Memory, session_id: str, path: Path, *, show_progress: bool
+    memory: Memory,
+    session_id: str,
+    messages: list[tuple[int, Message]],
+    *,
+    show_progress: bool,
 ) -> dict[str, Any]:
-    """Add every message of ``path`` to ``session_id``; return replay statistics."""
-    total = _count_lines(path)
-    folds = failed = 0
+    """Add ``messages`` (from :func:`read_transcript`) to ``session_id`` one by one, so the
+    policy folds as it would live. Idempotent: a message already stored (same id) is
+    skipped, so an interrupted import finishes when run again. Returns replay statistics."""
+    total = len(messages)
+    folds = failed = skipped = 0
     started = time.perf_counter()
     progress = Progress(
         TextColumn("replaying"),
@@ -69,14 +105,16 @@ def replay_into(
     )
     with progress:
         task = progress.add_task("replay", total=total)
-        for _, message in read_transcript(path):
+        for _, message in messages:
             result = memory.add(session_id, message)
+            skipped += result.duplicates
             if result.fold is not None:
                 folds += result.fold.status == "committed"
                 failed += result.fold.status in ("failed", "conflict")
             progress.advance(task)
     return {
         "messages": total,
+        "already_stored": skipped,
         "folds": folds,
         "failed_folds": failed,
         "seconds": round(time.perf_counter() - started, 3),
@@ -110,6 +148,12 @@ def replay_into(
     help="Session id to replay into (default: the file name); replaced if it exists.",
 )
 @click.option(
+    "--append",
+    is_flag=True,
+    help="Add to the session instead of replacing it; lines already stored are skipped "
+    "(re-run an interrupted import safely).",
+)
+@click.option(
     "--output",
     type=click.Choice(["context", "summary", "stats"]),
     default="context",
@@ -128,12 +172,17 @@ def replay(
     model: str | None,
     tokenizer: str,
     session_id: str | None,
+    append: bool,
     output: str,
     fmt: str,
     db: str | None,
 ) -> None:
-    """Stream TRANSCRIPT (JSONL: one message per line with role, content, optional name
-    and timestamp) through a memory with a MAX_TOKENS budget and print the final context.
+    """Stream TRANSCRIPT (JSONL: one message per line with role, content, optional name,
+    timestamp and id) through a memory with a MAX_TOKENS budget and print the final context.
+
+    The whole file is checked first: a bad line stops the import before anything is
+    stored or replaced. Lines without an id get one from the file name, line number and
+    content, so running an import again never stores a line twice.
 
     \b
     Example:
@@ -147,9 +196,10 @@ def replay(
         tokenizer=tokenizer,
         policy=TokenBudget(max_tokens),
     ) as memory:
-        if memory.delete(sid):
+        messages = read_transcript(transcript)  # all checked before anything changes
+        if not append and memory.delete(sid):
             err_console.print(f"[dim]replaced the earlier session {sid!r}[/]")
-        stats = replay_into(memory, sid, transcript, show_progress=fmt == "text")
+        stats = replay_into(memory, sid, messages, show_progress=fmt == "text")
         ctx = memory.context(sid)
         usage = memory.usage(sid)
         stats.update(

@@ -85,26 +85,33 @@ class BodyLimitMiddleware:
                     await send_problem(send, too_large, scope.get("path", ""))
                     return
         received = 0
-        started = False
+        exceeded = False
+        replaced = False
 
         async def limited_receive() -> Message:
-            nonlocal received
+            nonlocal received, exceeded
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.max_bytes:
+                    exceeded = True
                     raise too_large
             return message
 
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
+        async def guarded_send(message: Message) -> None:
+            # The framework may turn the error raised while reading into its own 400;
+            # whatever it answers, a body over the limit is answered with the 413.
+            nonlocal replaced
+            if not exceeded:
+                await send(message)
+            elif message["type"] == "http.response.start" and not replaced:
+                replaced = True
+                await send_problem(send, too_large, scope.get("path", ""))
 
         try:
-            await self.app(scope, limited_receive, tracking_send)
-        except ProblemError as exc:  # raised by limited_receive outside a route's handlers
-            if started or exc is not too_large:
+            await self.app(scope, limited_receive, guarded_send)
+        except ProblemError as exc:
+            if exc is not too_large or replaced:
                 raise
+            replaced = True
             await send_problem(send, too_large, scope.get("path", ""))

@@ -21,6 +21,7 @@ from ..stores.base import LedgerEntry, Summary
 __all__ = [
     "AppendRequest",
     "AppendResponse",
+    "ContextRequest",
     "ContextResponse",
     "FoldRequest",
     "FoldResult",
@@ -172,6 +173,15 @@ class AppendResponse(BaseModel):
     duplicates: list[Appended] = Field(description="Already stored (same id): not written again")
     fold: FoldResult | None = Field(description="The inline fold's outcome, if one ran")
     stats: StatsOut
+
+
+class ContextRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    system: str | None = Field(default=None, max_length=200_000, description="System prompt")
+    format: Literal["openai", "anthropic", "gemini"] = "openai"
+    max_tokens: int | None = Field(
+        default=None, ge=64, le=2_000_000, description="Budget (default: the session's)"
+    )
 
 
 class ContextResponse(BaseModel):

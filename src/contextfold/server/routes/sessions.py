@@ -21,6 +21,7 @@ from ..schemas import (
     Appended,
     AppendRequest,
     AppendResponse,
+    ContextRequest,
     ContextResponse,
     FoldRequest,
     FoldResult,
@@ -115,22 +116,41 @@ def _which_message(
 )
 async def get_context(
     scoped: Existing,
-    system: Annotated[str | None, Query(max_length=100_000, description="System prompt")] = None,
+    system: Annotated[
+        str | None,
+        Query(max_length=1000, description="System prompt (longer ones: POST …/context)"),
+    ] = None,
     format: Annotated[ContextFormat, Query(description="Provider message shape")] = "openai",
     max_tokens: Annotated[
         int | None, Query(ge=64, le=2_000_000, description="Budget (default: the session's)")
     ] = None,
 ) -> ContextResponse:
+    return await _context(
+        scoped, ContextRequest(system=system, format=format, max_tokens=max_tokens)
+    )
+
+
+@router.post(
+    "/sessions/{session_id}/context",
+    response_model=ContextResponse,
+    summary="The bounded context, with the system prompt in the body (any length)",
+)
+async def post_context(scoped: Existing, body: ContextRequest) -> ContextResponse:
+    return await _context(scoped, body)
+
+
+async def _context(scoped: ScopedSession, request: ContextRequest) -> ContextResponse:
     memory = scoped.memory
     context = await memory.context(
-        scoped.store_id, system=system, max_tokens=max_tokens or scoped.settings.budget
+        scoped.store_id,
+        system=request.system,
+        max_tokens=request.max_tokens or scoped.settings.budget,
     )
     summary = await memory.summary(scoped.store_id)
-    fmt = format
-    system_text, messages = render(context.messages, fmt)
+    system_text, messages = render(context.messages, request.format)
     return ContextResponse(
         session_id=scoped.session_id,
-        format=fmt,
+        format=request.format,
         system=system_text,
         messages=messages,
         tokens=context.tokens,

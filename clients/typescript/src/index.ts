@@ -1,0 +1,194 @@
+/**
+ * A thin, typed client for the contextfold HTTP service.
+ *
+ * Types come from the service's OpenAPI document (`openapi.json`, generated into
+ * `schema.d.ts` by openapi-typescript); this file only adds `fetch` calls. Every error is a
+ * {@link ContextFoldError} carrying the RFC 9457 problem and its stable `code`.
+ */
+import type { components } from "./schema.js";
+
+export type Schemas = components["schemas"];
+export type Message = Schemas["MessageIn"];
+export type AppendResponse = Schemas["AppendResponse"];
+export type ContextResponse = Schemas["ContextResponse"];
+export type SummaryResponse = Schemas["SummaryResponse"];
+export type MessagesPage = Schemas["MessagesPage"];
+export type LedgerResponse = Schemas["LedgerResponse"];
+export type FoldResult = Schemas["FoldResult"];
+export type UsageResponse = Schemas["UsageResponse"];
+export type UsageTotals = Schemas["UsageTotals"];
+export type SessionSettings = Schemas["SessionSettings"];
+export type SettingsPatch = Schemas["SettingsPatch"];
+export type SessionsPage = Schemas["SessionsPage"];
+export type Problem = Schemas["Problem"];
+export type ProblemCode = Problem["code"];
+export type ContextFormat = ContextResponse["format"];
+
+/** An error answer of the service: `status`, the stable `code`, and the whole problem. */
+export class ContextFoldError extends Error {
+  readonly status: number;
+  readonly code: ProblemCode | "network_error";
+  readonly problem: Problem | undefined;
+  /** Seconds to wait before retrying (429, 503), from `Retry-After`. */
+  readonly retryAfter: number | undefined;
+
+  constructor(status: number, code: ProblemCode | "network_error", message: string,
+              problem?: Problem, retryAfter?: number) {
+    super(message);
+    this.name = "ContextFoldError";
+    this.status = status;
+    this.code = code;
+    this.problem = problem;
+    this.retryAfter = retryAfter;
+  }
+}
+
+export interface ClientOptions {
+  /** Base URL of `contextfold serve`, e.g. `http://127.0.0.1:8765`. */
+  baseUrl: string;
+  /** The API key (`contextfold keys create --tenant NAME`). */
+  apiKey: string;
+  /** A fetch implementation (default: the global one). */
+  fetch?: typeof fetch;
+  /** Per-request timeout in milliseconds (default 30 000). */
+  timeoutMs?: number;
+}
+
+export interface ContextOptions {
+  system?: string;
+  format?: ContextFormat;
+  maxTokens?: number;
+}
+
+export class ContextFoldClient {
+  private readonly baseUrl: string;
+  private readonly apiKey: string;
+  private readonly fetchImpl: typeof fetch;
+  private readonly timeoutMs: number;
+
+  constructor(options: ClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, "");
+    this.apiKey = options.apiKey;
+    this.fetchImpl = options.fetch ?? globalThis.fetch;
+    this.timeoutMs = options.timeoutMs ?? 30_000;
+  }
+
+  /** Append messages as one atomic batch; messages with an `id` are idempotent. */
+  append(sessionId: string, messages: Message[]): Promise<AppendResponse> {
+    return this.request("POST", this.session(sessionId, "/messages"), { messages });
+  }
+
+  /** The bounded context to send to the model (`format`: openai, anthropic or gemini). */
+  context(sessionId: string, options: ContextOptions = {}): Promise<ContextResponse> {
+    const body = { system: options.system ?? null, format: options.format ?? "openai",
+                   max_tokens: options.maxTokens ?? null };
+    return this.request("POST", this.session(sessionId, "/context"), body);
+  }
+
+  summary(sessionId: string): Promise<SummaryResponse> {
+    return this.request("GET", this.session(sessionId, "/summary"));
+  }
+
+  /** Stored messages, oldest first; pass `next_after_seq` back as `afterSeq`. */
+  messages(sessionId: string, options: { afterSeq?: number; limit?: number;
+                                         includeFolded?: boolean } = {}): Promise<MessagesPage> {
+    const query = new URLSearchParams();
+    if (options.afterSeq !== undefined) query.set("after_seq", String(options.afterSeq));
+    if (options.limit !== undefined) query.set("limit", String(options.limit));
+    if (options.includeFolded !== undefined) {
+      query.set("include_folded", String(options.includeFolded));
+    }
+    return this.request("GET", this.session(sessionId, "/messages", query));
+  }
+
+  ledger(sessionId: string, limit?: number): Promise<LedgerResponse> {
+    const query = new URLSearchParams();
+    if (limit !== undefined) query.set("limit", String(limit));
+    return this.request("GET", this.session(sessionId, "/ledger", query));
+  }
+
+  /** Fold now if the policy says so; `force` folds all it safely can. 409 while one runs. */
+  fold(sessionId: string, force = false): Promise<FoldResult> {
+    return this.request("POST", this.session(sessionId, "/fold"), { force });
+  }
+
+  /** Record the provider-reported input tokens of the last model call. */
+  recordUsage(sessionId: string, inputTokens: number): Promise<UsageResponse> {
+    return this.request("POST", this.session(sessionId, "/usage"), { input_tokens: inputTokens });
+  }
+
+  async deleteSession(sessionId: string): Promise<void> {
+    await this.request("DELETE", this.session(sessionId, ""));
+  }
+
+  getSettings(sessionId: string): Promise<SessionSettings> {
+    return this.request("GET", this.session(sessionId, "/settings"));
+  }
+
+  /** Set the session's policy and preset; fields left out take the server defaults. */
+  putSettings(sessionId: string, settings: SettingsPatch): Promise<SessionSettings> {
+    return this.request("PUT", this.session(sessionId, "/settings"), settings);
+  }
+
+  /** One page of your sessions, most recently active first. */
+  listSessions(options: { limit?: number; cursor?: string | null } = {}): Promise<SessionsPage> {
+    const query = new URLSearchParams();
+    if (options.limit !== undefined) query.set("limit", String(options.limit));
+    if (options.cursor) query.set("cursor", options.cursor);
+    return this.request("GET", `/v1/sessions${query.size ? `?${query}` : ""}`);
+  }
+
+  /** Every session, page by page. */
+  async *allSessions(pageSize = 100): AsyncGenerator<Schemas["SessionInfo"]> {
+    let cursor: string | null = null;
+    do {
+      const page: SessionsPage = await this.listSessions({ limit: pageSize, cursor });
+      yield* page.sessions;
+      cursor = page.next_cursor;
+    } while (cursor);
+  }
+
+  usage(): Promise<UsageTotals> {
+    return this.request("GET", "/v1/usage");
+  }
+
+  private session(sessionId: string, suffix: string, query?: URLSearchParams): string {
+    const q = query && query.size ? `?${query}` : "";
+    return `/v1/sessions/${encodeURIComponent(sessionId)}${suffix}${q}`;
+  }
+
+  private async request<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const headers: Record<string, string> = { Authorization: `Bearer ${this.apiKey}` };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    let response: Response;
+    try {
+      response = await this.fetchImpl(`${this.baseUrl}${path}`, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+    } catch (error) {
+      throw new ContextFoldError(0, "network_error", `request failed: ${String(error)}`);
+    }
+    if (response.status === 204) return undefined as T;
+    const text = await response.text();
+    if (!response.ok) {
+      let problem: Problem | undefined;
+      try {
+        problem = JSON.parse(text) as Problem;
+      } catch {
+        problem = undefined;
+      }
+      const retry = response.headers.get("retry-after");
+      throw new ContextFoldError(
+        response.status,
+        problem?.code ?? "internal_error",
+        problem ? `${problem.title}: ${problem.detail ?? ""}` : `HTTP ${response.status}`,
+        problem,
+        retry === null ? undefined : Number(retry),
+      );
+    }
+    return JSON.parse(text) as T;
+  }
+}
