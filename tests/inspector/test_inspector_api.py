@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from contextfold.server.app import create_app
 from contextfold.server.catalog import open_catalog
@@ -21,7 +18,7 @@ from contextfold.server.config import ServerConfig
 from contextfold.server.keys import create_key
 from contextfold.server.ui import STATIC_DIR
 
-from .conftest import Served, free_port, start_server, stop
+from .live import Served, serve_in_thread, start_server, stop
 from .seed import chat_turn
 
 DEMO_SESSIONS = {"long-chat", "flaky-fold", "agent-run", "short-0", "short-1", "short-2"}
@@ -242,40 +239,31 @@ def test_delete_retention_shows_numbers_not_deleted_text(tmp_path: Path) -> None
     catalog.close()
     app = create_app(ServerConfig(), url)
     app.state.contextfold.store.retention = "delete"  # the privacy mode; no server flag yet
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=free_port(),
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
-    base = f"http://127.0.0.1:{server.config.port}"
-    try:
-        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}) as c:
-            assert c.put("/v1/sessions/p/settings", json={"budget": 300, "keep_last": 2}
-                         ).status_code == 200
-            for i in range(12):
-                res = c.post("/v1/sessions/p/messages", json={"messages": chat_turn(i)})
-                assert res.status_code == 200, res.text
-            info = _get(c, "/v1/sessions/p/inspect")
-            assert info["retention"] == "delete" and info["summary_history"] is False
-            assert info["folds"] >= 2
-            through = info["folded"]
-            timeline = _get(c, "/v1/sessions/p/inspect/timeline", limit=500)
-            assert timeline["deleted_before"] == through
-            assert [m["seq"] for m in timeline["messages"]] == list(
-                range(through + 1, info["messages"] + 1))
-            series = _get(c, "/v1/sessions/p/inspect/series")
-            points = {p["seq"]: p["context_tokens"] for p in series["points"]}
-            assert points[1] is None and points[info["messages"]] == info["context_tokens"]
-            assert all(f["before_tokens"] is None or f["at_seq"] > through
-                       for f in series["folds"])
-            latest = _get(c, f"/v1/sessions/p/inspect/folds/{info['folds']}")
-            current = _get(c, "/v1/sessions/p/summary")["summary"]["text"]
-            assert latest["after"] == current and latest["before"] is None
-            assert latest["diff"] is None and latest["lost_facts"] is None
-            assert latest["history_kept"] is False
-            older = _get(c, "/v1/sessions/p/inspect/folds/1")
-            assert older["after"] is None and older["ledger"]["outcome"] == "committed"
-    finally:
-        server.should_exit = True
-        thread.join(10)
+    with serve_in_thread(app) as base, httpx.Client(
+        base_url=base, headers={"Authorization": f"Bearer {key}"}
+    ) as c:
+        assert c.put("/v1/sessions/p/settings", json={"budget": 300, "keep_last": 2}
+                     ).status_code == 200
+        for i in range(12):
+            res = c.post("/v1/sessions/p/messages", json={"messages": chat_turn(i)})
+            assert res.status_code == 200, res.text
+        info = _get(c, "/v1/sessions/p/inspect")
+        assert info["retention"] == "delete" and info["summary_history"] is False
+        assert info["folds"] >= 2
+        through = info["folded"]
+        timeline = _get(c, "/v1/sessions/p/inspect/timeline", limit=500)
+        assert timeline["deleted_before"] == through
+        assert [m["seq"] for m in timeline["messages"]] == list(
+            range(through + 1, info["messages"] + 1))
+        series = _get(c, "/v1/sessions/p/inspect/series")
+        points = {p["seq"]: p["context_tokens"] for p in series["points"]}
+        assert points[1] is None and points[info["messages"]] == info["context_tokens"]
+        assert all(f["before_tokens"] is None or f["at_seq"] > through
+                   for f in series["folds"])
+        latest = _get(c, f"/v1/sessions/p/inspect/folds/{info['folds']}")
+        current = _get(c, "/v1/sessions/p/summary")["summary"]["text"]
+        assert latest["after"] == current and latest["before"] is None
+        assert latest["diff"] is None and latest["lost_facts"] is None
+        assert latest["history_kept"] is False
+        older = _get(c, "/v1/sessions/p/inspect/folds/1")
+        assert older["after"] is None and older["ledger"]["outcome"] == "committed"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Served, start_server, stop
+from .live import Served, start_server, stop
 
 playwright_api = pytest.importorskip(
     "playwright.sync_api", reason='needs Playwright: pip install -e ".[dev]"'
