@@ -95,11 +95,14 @@ class Catalog:
         placeholder: str,
         driver_errors: tuple[type[BaseException], ...],
         pooled: bool = False,
+        inline_reads: bool = False,
     ) -> None:
         self._connect = connect
         self._ph = placeholder
         self._driver_errors = driver_errors
         self._pooled = pooled
+        self._inline_reads = inline_reads
+        self._reader: Any = None
         self._lock = threading.Lock()
         self._conn: Any = None
         self._pool: Any = None
@@ -139,6 +142,21 @@ class Catalog:
     async def _arun(self, fn: Callable[[_Connection], T]) -> T:
         return await asyncio.to_thread(self._run, fn)
 
+    async def _aread(self, fn: Callable[[_Connection], T]) -> T:
+        """A read. SQLite: on a reader connection in the caller's (event loop) thread — a
+        WAL read of an indexed row never waits for writers and costs less than a thread
+        hop. PostgreSQL: in a worker thread, like writes."""
+        if not self._inline_reads:
+            return await self._arun(fn)
+        if not self._ready:
+            await asyncio.to_thread(self.setup)
+        try:
+            if self._reader is None:
+                self._reader = self._connect()
+            return fn(self._reader)
+        except self._driver_errors as exc:
+            raise StorageError(f"server catalog: {type(exc).__name__}") from exc
+
     def setup(self) -> None:
         """Create the tables if missing (safe to call any number of times)."""
         self._run(lambda conn: None)
@@ -151,6 +169,9 @@ class Catalog:
             if self._pool is not None:
                 self._pool.close()
                 self._pool = None
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None
 
     # -- keys ---------------------------------------------------------------------------
 
@@ -185,7 +206,7 @@ class Catalog:
         sql = self._sql(
             "SELECT tenant, key_id FROM cf_server_keys WHERE key_hash = ? AND revoked_at IS NULL"
         )
-        row = await self._arun(lambda c: c.execute(sql, (key_hash,)).fetchone())
+        row = await self._aread(lambda c: c.execute(sql, (key_hash,)).fetchone())
         return (row[0], row[1]) if row else None
 
     # -- sessions -----------------------------------------------------------------------
@@ -195,7 +216,7 @@ class Catalog:
             "SELECT tenant, session_id, created_at, last_activity, settings"
             " FROM cf_server_sessions WHERE tenant = ? AND session_id = ?"
         )
-        row = await self._arun(lambda c: c.execute(sql, (tenant, session_id)).fetchone())
+        row = await self._aread(lambda c: c.execute(sql, (tenant, session_id)).fetchone())
         return SessionRow(*row) if row else None
 
     async def touch(self, tenant: str, session_id: str, when: float) -> None:
@@ -242,7 +263,7 @@ class Catalog:
             )
             params = (tenant, before[0], before[0], before[1], limit)
         q = self._sql(sql)
-        rows = await self._arun(lambda c: c.execute(q, params).fetchall())
+        rows = await self._aread(lambda c: c.execute(q, params).fetchall())
         return [SessionRow(*r) for r in rows]
 
     async def count_sessions(self, tenant: str) -> int:
@@ -274,7 +295,9 @@ def _sqlite_catalog(path: Path) -> Catalog:
         conn.execute("PRAGMA busy_timeout = 30000")
         return conn
 
-    return Catalog(connect, placeholder="?", driver_errors=(sqlite3.Error, OSError))
+    return Catalog(
+        connect, placeholder="?", driver_errors=(sqlite3.Error, OSError), inline_reads=True
+    )
 
 
 def _postgres_catalog(url: str) -> Catalog:

@@ -50,7 +50,7 @@ PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-def get_state(request: Request) -> ServerState:
+async def get_state(request: Request) -> ServerState:  # async: no thread hop per request
     state: ServerState = request.app.state.contextfold
     return state
 
