@@ -1,6 +1,6 @@
 """HTTP service benchmark: 64 concurrent clients against a running ``contextfold serve``.
 
-For each store (SQLite file; PostgreSQL with 1 and 2 server processes) the script starts a
+For each store (SQLite file, PostgreSQL; each with 1 and 2 server processes) it starts a
 real ``contextfold serve`` on 127.0.0.1, creates an API key with ``contextfold keys
 create``, and runs ``--clients`` concurrent clients (httpx, one connection each). Clients
 share ``--sessions`` sessions (4 clients per session by default, so appends to one session
@@ -160,6 +160,48 @@ async def drive(url: str, key: str, run: Run, clients: int, sessions: int, round
             run.duplicated += len(stored) - len(set(stored))
 
 
+async def drive_in_process(store: str, run: Run, clients: int, sessions: int,
+                           rounds: int) -> None:
+    """The same workload on ``AsyncMemory`` directly (no HTTP, no JSON): the library's cost
+    on this machine at this moment, the baseline the HTTP rows compare with."""
+    from contextfold import AsyncMemory, TokenBudget
+
+    memory = AsyncMemory(store, policy=TokenBudget(4000))
+    names = [f"inproc-{s}" for s in range(sessions)]
+
+    async def client(n: int) -> None:
+        session = names[n % sessions]
+        for r in range(rounds):
+            batch = [
+                {"role": "user", "id": f"c{n}-r{r}-u",
+                 "content": f"client {n} round {r}: please note item {r * 7 + n} "
+                            + "and the plan for the quarterly review meeting " * 6},
+                {"role": "assistant", "id": f"c{n}-r{r}-a",
+                 "content": f"Noted item {r * 7 + n}; the review is on the {r % 28 + 1}th "
+                            + "with the budget and the roadmap on the agenda " * 6},
+            ]
+            run.sent += 2
+            t0 = time.perf_counter()
+            result = await memory.add(session, *batch)
+            run.folds += result.fold is not None and result.fold.status == "committed"
+            run.append_ms.append((time.perf_counter() - t0) * 1000)
+            t0 = time.perf_counter()
+            await memory.context(session)
+            run.context_ms.append((time.perf_counter() - t0) * 1000)
+            run.requests += 2
+
+    started = time.perf_counter()
+    await asyncio.gather(*(client(n) for n in range(clients)))
+    run.seconds = time.perf_counter() - started
+    for session in names:
+        ids = [m.message.id for m in await memory.messages(session)]
+        run.lost += sum(1 for n in range(clients) if names[n % sessions] == session
+                        for r in range(rounds) for k in "ua"
+                        if f"c{n}-r{r}-{k}" not in set(ids))
+        run.duplicated += len(ids) - len(set(ids))
+    await memory.close()
+
+
 def pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -206,7 +248,14 @@ def main() -> None:
     runs: list[Run] = []
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
-        runs.append(bench("SQLite, 1 process", f"sqlite:///{home / 'bench.db'}", home, 1, args))
+        baseline = Run("in-process AsyncMemory, SQLite (no HTTP; baseline)")
+        asyncio.run(drive_in_process(f"sqlite:///{home / 'inproc.db'}", baseline, args.clients,
+                                     args.sessions, args.rounds))
+        runs.append(baseline)
+        for workers in (1, 2):
+            db = f"sqlite:///{home / f'bench{workers}.db'}"
+            label = f"SQLite, {workers} process{'es' if workers > 1 else ''}"
+            runs.append(bench(label, db, home, workers, args))
         if not args.no_postgres:
             for workers in (1, 2):
                 url, name = pg_database()
@@ -215,7 +264,7 @@ def main() -> None:
                                       url, home, workers, args))
                 finally:
                     drop_pg(name)
-    header = ("| store | requests | req/s | append p50 / p99 ms | context p50 / p99 ms "
+    header = ("| store | operations | ops/s | append p50 / p99 ms | context p50 / p99 ms "
               "| inline folds | errors | lost | duplicated |")
     lines = [header, "|" + "---|" * 9]
     for r in runs:

@@ -226,3 +226,21 @@ def test_no_key_or_content_in_the_log(server: Served, alice: httpx.Client) -> No
     log = server.log()
     assert "swordfish" not in log and server.key("alice") not in log and "Traceback" not in log
     assert "GET /v1/sessions/{session_id}/context 200" in log
+
+
+def test_serve_without_the_extra_names_it(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['fastapi'] = None; sys.modules['uvicorn'] = None\n"
+        "import contextfold\n"
+        "from contextfold.cli import main\n"
+        "sys.argv = ['contextfold', 'serve']\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, env={**__import__("os").environ,
+                                           "CONTEXTFOLD_HOME": str(tmp_path)})
+    assert done.returncode == 2
+    assert 'pip install "contextfold[server]"' in done.stderr and "Traceback" not in done.stderr

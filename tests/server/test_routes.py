@@ -72,6 +72,12 @@ def test_context_in_three_formats_never_over_budget(alice: httpx.Client) -> None
         else:
             assert body["system"].startswith("Be brief.")
             assert all(m["role"] != "system" for m in body["messages"])
+    long_prompt = "You are a careful assistant. " * 200  # too long for a URL: POST it
+    posted = alice.post(f"/v1/sessions/{s}/context",
+                        json={"system": long_prompt, "format": "gemini", "max_tokens": 2000})
+    assert posted.status_code == 200, posted.text
+    assert posted.json()["system"].startswith(long_prompt.strip()[:50])
+    assert posted.json()["tokens"] <= 2000 and posted.json()["budget"] == 2000
     anthropic = alice.get(f"/v1/sessions/{s}/context", params={"format": "anthropic"}).json()
     blocks = [b["type"] for m in anthropic["messages"] for b in m["content"]]
     assert "tool_use" in blocks and "tool_result" in blocks

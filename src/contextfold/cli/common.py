@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from ..errors import ContextFoldError
 from ..memory import Memory
@@ -90,7 +91,8 @@ def emit_json(data: Any) -> None:
 
 
 def fail(message: str, code: int = 2) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", soft_wrap=True)  # one line, unwrapped
+    # one line, unwrapped; escaped so '[server]' in an install hint is not taken as markup
+    err_console.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
     sys.exit(code)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,7 @@ from typing import Any
 import click
 
 from ..errors import ConfigError
-from .common import db_option, emit_json, err_console, guard
+from .common import db_option, emit_json, err_console, fail, guard
 
 _EXTRA_HINT = 'the HTTP service needs its extra: pip install "contextfold[server]"'
 
@@ -204,8 +203,7 @@ def keys_revoke(key_id: str, db: str | None) -> None:
     finally:
         catalog.close()
     if not revoked:
-        err_console.print(f"[bold red]error:[/] no active key {key_id!r}")
-        sys.exit(2)
+        fail(f"no active key {key_id!r}")
     click.echo(f"revoked {key_id}")
 
 
