@@ -1875,7 +1875,7 @@ export interface operations {
     inspect_context: {
         parameters: {
             query?: {
-                /** @description System prompt */
+                /** @description System prompt (a query string stays short) */
                 system?: string | null;
             };
             header?: never;

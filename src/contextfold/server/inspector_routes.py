@@ -283,7 +283,8 @@ def _committed_row(ledger: list[LedgerEntry], version: SummaryVersion) -> Ledger
             summary="What the model sees now: the context with per-message tokens")
 async def inspect_context(
     scoped: Existing,
-    system: Annotated[str | None, Query(max_length=100_000, description="System prompt")] = None,
+    system: Annotated[str | None, Query(
+        max_length=1000, description="System prompt (a query string stays short)")] = None,
 ) -> InspectContext:
     memory = scoped.memory
     context = await memory.context(scoped.store_id, system=system,
