@@ -10,6 +10,7 @@ const SERIES_WINDOW = 1000;
 
 const state = {
   dev: false,
+  flash: null,     // a status message to show once the next view has loaded
   list: { cursor: null, stack: [], q: "", sort: "activity", rows: [] },
   session: null,   // { id, info, seriesBefore, folds: Map(version -> row), ... }
 };
@@ -110,7 +111,8 @@ async function loadList(cursor) {
   renderRows();
   $("#next-page").disabled = !page.next_cursor;
   $("#first-page").disabled = l.stack.length === 0;
-  setStatus("");
+  setStatus(state.flash || "");  // a message left by the action that led here, else clear
+  state.flash = null;
 }
 
 function budgetBar(tokens, budget) {
@@ -479,7 +481,7 @@ function deleteSession() {
     if (dialog.returnValue !== "ok") { $("#delete-session").focus(); return; }
     try {
       await api(base(), { method: "DELETE" });
-      setStatus(`Deleted session “${state.session.id}”.`);
+      state.flash = `Deleted session “${state.session.id}”.`;
       state.session = null;
       location.hash = "#/";
     } catch (err) { fail(err); }
