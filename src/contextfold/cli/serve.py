@@ -70,11 +70,7 @@ def serve(
 
     config = config_mod.load_config(config_path)
     url = app_mod.resolve_store_url(db or config.store)
-    if (
-        workers > 1
-        and url.startswith("sqlite")
-        and "CONTEXTFOLD_ALLOW_SQLITE_WORKERS" not in os.environ
-    ):
+    if workers > 1 and url.startswith("sqlite"):
         err_console.print(
             "[yellow]note:[/] several workers on one SQLite file share one writer;"
             " use --store postgresql://… to scale out"
@@ -86,6 +82,8 @@ def serve(
     os.environ["CONTEXTFOLD_SERVER_STORE"] = url
     if config_path is not None:
         os.environ["CONTEXTFOLD_SERVER_CONFIG"] = str(config_path.resolve())
+    else:
+        os.environ.pop("CONTEXTFOLD_SERVER_CONFIG", None)
     if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="contextfold-metrics-")
     logging.basicConfig(
