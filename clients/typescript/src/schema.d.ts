@@ -55,6 +55,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/inspect/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The tenant's sessions with fold totals (filter by id, sort, paginate) */
+        get: operations["inspect_sessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions": {
         parameters: {
             query?: never;
@@ -118,6 +135,108 @@ export interface paths {
         put?: never;
         /** Fold now if the policy says so (force: fold all it safely can) */
         post: operations["fold_session"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{session_id}/inspect": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One session's totals, settings and what the store keeps */
+        get: operations["inspect_session"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{session_id}/inspect/context": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What the model sees now: the context with per-message tokens */
+        get: operations["inspect_context"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{session_id}/inspect/folds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Fold attempts (committed and failed), newest first */
+        get: operations["inspect_folds"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{session_id}/inspect/folds/{version}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One committed fold: the summary before and after, as a diff, the facts it lost, and its ledger row */
+        get: operations["inspect_fold"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{session_id}/inspect/series": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Context tokens after each message, fold markers and the summary's size */
+        get: operations["inspect_series"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{session_id}/inspect/timeline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Stored messages, oldest first, each marked with the fold that covered it */
+        get: operations["inspect_timeline"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -267,6 +386,20 @@ export interface components {
             /** Seq */
             seq: number;
         };
+        /** ContextMessageOut */
+        ContextMessageOut: {
+            /**
+             * Kind
+             * @description system, summary, bridge or message
+             */
+            kind: string;
+            /** Message */
+            message: {
+                [key: string]: unknown;
+            };
+            /** Tokens */
+            tokens: number;
+        };
         /** ContextRequest */
         ContextRequest: {
             /**
@@ -324,6 +457,72 @@ export interface components {
             /** Truncated */
             truncated: boolean;
         };
+        /** DiffOpOut */
+        DiffOpOut: {
+            /**
+             * Op
+             * @description equal, insert or delete
+             */
+            op: string;
+            /** Text */
+            text: string;
+        };
+        /** FoldDetail */
+        FoldDetail: {
+            /** After */
+            after: string | null;
+            /** At Seq */
+            at_seq: number;
+            /**
+             * Before
+             * @description The summary before (null: history not kept)
+             */
+            before: string | null;
+            /** Before Tokens */
+            before_tokens: number;
+            /** Created At */
+            created_at: string | null;
+            /** Diff */
+            diff: components["schemas"]["DiffOpOut"][] | null;
+            /** History Kept */
+            history_kept: boolean;
+            ledger: components["schemas"]["FoldRow"] | null;
+            /** Lo */
+            lo: number;
+            /**
+             * Lost Facts
+             * @description Names, numbers, dates and ids of the summary before that the new one no longer mentions (the fact check)
+             */
+            lost_facts: string[] | null;
+            /** Session Id */
+            session_id: string;
+            /** Summary Tokens */
+            summary_tokens: number;
+            /** Through Seq */
+            through_seq: number;
+            /** Version */
+            version: number;
+        };
+        /** FoldMarkerOut */
+        FoldMarkerOut: {
+            /** After Tokens */
+            after_tokens: number;
+            /**
+             * At Seq
+             * @description The fold ran after this message
+             */
+            at_seq: number;
+            /** Before Tokens */
+            before_tokens: number | null;
+            /** Lo */
+            lo: number;
+            /** Summary Tokens */
+            summary_tokens: number;
+            /** Through Seq */
+            through_seq: number;
+            /** Version */
+            version: number;
+        };
         /** FoldRequest */
         FoldRequest: {
             /**
@@ -368,6 +567,58 @@ export interface components {
             /** Tokens Folded */
             tokens_folded: number;
         };
+        /**
+         * FoldRow
+         * @description One fold attempt (a ledger row) and the summary version it made, if it committed.
+         */
+        FoldRow: {
+            /** Calls */
+            calls: number;
+            /**
+             * Error
+             * @description Redacted one-line error of a failed fold
+             */
+            error: string | null;
+            /** Error Class */
+            error_class: string | null;
+            /** Hi */
+            hi: number;
+            /** Id */
+            id: number | null;
+            /** Input Tokens */
+            input_tokens: number;
+            /** Latency Ms */
+            latency_ms: number;
+            /** Lo */
+            lo: number;
+            /** Messages Folded */
+            messages_folded: number;
+            /** Model */
+            model: string | null;
+            /** Outcome */
+            outcome: string;
+            /** Output Tokens */
+            output_tokens: number;
+            /** Reason */
+            reason: string;
+            /** Started At */
+            started_at: string | null;
+            /** Summary Tokens */
+            summary_tokens: number;
+            /** Tokens Folded */
+            tokens_folded: number;
+            /** Version */
+            version: number | null;
+        };
+        /** FoldsPage */
+        FoldsPage: {
+            /** Folds */
+            folds: components["schemas"]["FoldRow"][];
+            /** Next Before Id */
+            next_before_id: number | null;
+            /** Session Id */
+            session_id: string;
+        };
         /** FunctionCall */
         FunctionCall: {
             /**
@@ -379,6 +630,98 @@ export interface components {
             };
             /** Name */
             name: string;
+        };
+        /** InspectContext */
+        InspectContext: {
+            /** Bridged */
+            bridged: boolean;
+            /** Budget */
+            budget: number | null;
+            /** Messages */
+            messages: components["schemas"]["ContextMessageOut"][];
+            /** Omitted */
+            omitted: number;
+            /** Omitted Seqs */
+            omitted_seqs: number[] | null;
+            /** Session Id */
+            session_id: string;
+            /** Tokens */
+            tokens: number;
+            /** Truncated */
+            truncated: boolean;
+        };
+        /**
+         * InspectSession
+         * @description A session's totals as the inspector lists them.
+         */
+        InspectSession: {
+            /** Budget */
+            budget: number | null;
+            /**
+             * Context Tokens
+             * @description Summary + live messages, in tokens
+             */
+            context_tokens: number;
+            /** Failed Folds */
+            failed_folds: number;
+            /**
+             * Folded
+             * @description Messages covered by the summary
+             */
+            folded: number;
+            /**
+             * Folds
+             * @description Committed folds (the summary's version)
+             */
+            folds: number;
+            /** Last Activity */
+            last_activity: string | null;
+            /**
+             * Live
+             * @description Live (not yet folded) messages
+             */
+            live: number;
+            /**
+             * Messages
+             * @description Messages stored so far (last seq)
+             */
+            messages: number;
+            /** Policy */
+            policy?: string | null;
+            /**
+             * Retention
+             * @description archive or delete
+             */
+            retention?: string | null;
+            /** Session Id */
+            session_id: string;
+            /**
+             * Summarizer Tokens
+             * @description Summarizer input + output tokens spent
+             */
+            summarizer_tokens: number;
+            /**
+             * Summary History
+             * @description Whether older summaries' text is kept (fold diffs)
+             */
+            summary_history?: boolean | null;
+            /** Summary Tokens */
+            summary_tokens: number;
+        };
+        /** InspectSessionsPage */
+        InspectSessionsPage: {
+            /**
+             * Next Cursor
+             * @description Pass as cursor for the next page
+             */
+            next_cursor: string | null;
+            /** Sessions */
+            sessions: components["schemas"]["InspectSession"][];
+            /**
+             * Total
+             * @description Sessions matching the filter
+             */
+            total: number;
         };
         /** LedgerResponse */
         LedgerResponse: {
@@ -498,6 +841,38 @@ export interface components {
              * @description URI naming the problem type: urn:contextfold:problem:CODE
              */
             type: string;
+        };
+        /** SeriesOut */
+        SeriesOut: {
+            /** Budget */
+            budget: number | null;
+            /** First Seq */
+            first_seq: number;
+            /** Folds */
+            folds: components["schemas"]["FoldMarkerOut"][];
+            /** Last Seq */
+            last_seq: number;
+            /**
+             * Next Before Seq
+             * @description Pass as before_seq for earlier messages
+             */
+            next_before_seq: number | null;
+            /** Points */
+            points: components["schemas"]["SeriesPointOut"][];
+            /** Session Id */
+            session_id: string;
+        };
+        /** SeriesPointOut */
+        SeriesPointOut: {
+            /**
+             * Context Tokens
+             * @description Summary + live messages after this message (null: deleted by retention)
+             */
+            context_tokens: number | null;
+            /** Seq */
+            seq: number;
+            /** Summary Tokens */
+            summary_tokens: number;
         };
         /** SessionInfo */
         SessionInfo: {
@@ -708,6 +1083,38 @@ export interface components {
             session_id: string;
             summary: components["schemas"]["SummaryOut"] | null;
         };
+        /** TimelineMessage */
+        TimelineMessage: {
+            /**
+             * Fold Version
+             * @description The fold (summary version) that covered it
+             */
+            fold_version: number | null;
+            /** Folded */
+            folded: boolean;
+            /** Message */
+            message: {
+                [key: string]: unknown;
+            };
+            /** Seq */
+            seq: number;
+            /** Tokens */
+            tokens: number;
+        };
+        /** TimelinePage */
+        TimelinePage: {
+            /**
+             * Deleted Before
+             * @description Folded messages before this page that delete retention removed
+             */
+            deleted_before: number;
+            /** Messages */
+            messages: components["schemas"]["TimelineMessage"][];
+            /** Next After Seq */
+            next_after_seq: number | null;
+            /** Session Id */
+            session_id: string;
+        };
         /** ToolCallIn */
         ToolCallIn: {
             function: components["schemas"]["FunctionCall"];
@@ -822,6 +1229,97 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Status"];
+                };
+            };
+            /** @description The store failed or is unreachable (storage_unavailable) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    inspect_sessions: {
+        parameters: {
+            query?: {
+                /** @description Part of the session id */
+                q?: string | null;
+                /** @description activity: most recent first; id: A to Z */
+                sort?: "activity" | "id";
+                limit?: number;
+                /** @description next_cursor of the previous page */
+                cursor?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InspectSessionsPage"];
+                };
+            };
+            /** @description Malformed JSON body (malformed_json) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key (unauthorized) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session for this tenant (not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body or batch over the limit (payload_too_large, too_many_messages) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid message, parameter or settings (validation_error, config_error) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the key's request rate; see Retry-After (rate_limited) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The store failed or is unreachable (storage_unavailable) */
@@ -1243,6 +1741,539 @@ export interface operations {
             };
             /** @description The session changed under the fold, or a fold of it is already running (fold_conflict) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body or batch over the limit (payload_too_large, too_many_messages) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid message, parameter or settings (validation_error, config_error) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the key's request rate; see Retry-After (rate_limited) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The store failed or is unreachable (storage_unavailable) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    inspect_session: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id (scoped to your tenant) */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InspectSession"];
+                };
+            };
+            /** @description Malformed JSON body (malformed_json) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key (unauthorized) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session for this tenant (not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body or batch over the limit (payload_too_large, too_many_messages) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid message, parameter or settings (validation_error, config_error) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the key's request rate; see Retry-After (rate_limited) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The store failed or is unreachable (storage_unavailable) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    inspect_context: {
+        parameters: {
+            query?: {
+                /** @description System prompt (a query string stays short) */
+                system?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description The session's id (scoped to your tenant) */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InspectContext"];
+                };
+            };
+            /** @description Malformed JSON body (malformed_json) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key (unauthorized) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session for this tenant (not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body or batch over the limit (payload_too_large, too_many_messages) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid message, parameter or settings (validation_error, config_error) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the key's request rate; see Retry-After (rate_limited) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The store failed or is unreachable (storage_unavailable) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    inspect_folds: {
+        parameters: {
+            query?: {
+                /** @description Rows with a smaller id */
+                before_id?: number | null;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The session's id (scoped to your tenant) */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FoldsPage"];
+                };
+            };
+            /** @description Malformed JSON body (malformed_json) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key (unauthorized) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session for this tenant (not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body or batch over the limit (payload_too_large, too_many_messages) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid message, parameter or settings (validation_error, config_error) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the key's request rate; see Retry-After (rate_limited) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The store failed or is unreachable (storage_unavailable) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    inspect_fold: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The summary version it made */
+                version: number;
+                /** @description The session's id (scoped to your tenant) */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FoldDetail"];
+                };
+            };
+            /** @description Malformed JSON body (malformed_json) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key (unauthorized) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session for this tenant (not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body or batch over the limit (payload_too_large, too_many_messages) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid message, parameter or settings (validation_error, config_error) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the key's request rate; see Retry-After (rate_limited) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The store failed or is unreachable (storage_unavailable) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    inspect_series: {
+        parameters: {
+            query?: {
+                /** @description End before this seq (default: the last message) */
+                before_seq?: number | null;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The session's id (scoped to your tenant) */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SeriesOut"];
+                };
+            };
+            /** @description Malformed JSON body (malformed_json) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key (unauthorized) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session for this tenant (not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body or batch over the limit (payload_too_large, too_many_messages) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid message, parameter or settings (validation_error, config_error) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the key's request rate; see Retry-After (rate_limited) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The store failed or is unreachable (storage_unavailable) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    inspect_timeline: {
+        parameters: {
+            query?: {
+                /** @description Start after this seq */
+                after_seq?: number;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The session's id (scoped to your tenant) */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TimelinePage"];
+                };
+            };
+            /** @description Malformed JSON body (malformed_json) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key (unauthorized) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session for this tenant (not_found) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

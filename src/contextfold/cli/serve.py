@@ -50,16 +50,19 @@ def _server_modules() -> Any:
     show_default=True,
     type=click.Choice(["debug", "info", "warning", "error"]),
 )
+@click.option("--dev", is_flag=True, help="Local debugging (127.0.0.1 only): /v1 and the /ui/ "
+              "inspector work without a key, as tenant 'dev'.")
 @guard
 def serve(
-    host: str, port: int, db: str | None, config_path: Path | None, workers: int, log_level: str
+    host: str, port: int, db: str | None, config_path: Path | None, workers: int, log_level: str,
+    dev: bool = False,
 ) -> None:
     """Serve the library over HTTP (OpenAPI at /openapi.json, docs at /docs).
 
     \b
     Example:
       contextfold keys create --tenant demo      # prints a key once
-      contextfold serve                          # http://127.0.0.1:8765
+      contextfold serve                          # http://127.0.0.1:8765 (inspector: /ui/)
       curl -H "Authorization: Bearer $KEY" http://127.0.0.1:8765/v1/sessions
     """
     app_mod, _, config_mod, _ = _server_modules()
@@ -72,6 +75,9 @@ def serve(
             "[yellow]note:[/] several workers on one SQLite file share one writer;"
             " use --store postgresql://… to scale out"
         )
+    if dev and host not in ("127.0.0.1", "localhost", "::1"):
+        raise ConfigError(f"--dev skips API keys, so it serves on 127.0.0.1 only, not {host!r}")
+    os.environ["CONTEXTFOLD_SERVER_DEV"] = "1" if dev else "0"  # read by server/ui.py
     # Every process rebuilds the app from these (uvicorn imports the factory by name).
     os.environ["CONTEXTFOLD_SERVER_STORE"] = url
     if config_path is not None:

@@ -24,6 +24,11 @@ Contract (checked by :mod:`contextfold.testing.conformance` on every store):
 * Driver errors are translated into ``StorageError`` with ``__cause__``.
 * Invariant: live messages plus messages covered by the summary are exactly seq 1..last,
   each once (with ``delete`` retention, "covered" means seq <= ``through_seq``).
+* Summary versions: ``commit_fold`` writes one :class:`SummaryVersion` row per committed
+  fold in the same transaction (what the inspector diffs). The row's numbers are always
+  kept; its ``text`` only when :func:`keeps_summary_text` says so — by default with
+  ``archive`` retention and not with ``delete`` (privacy: no older summary outlives the
+  next fold). ``delete`` removes the rows with the session.
 """
 
 from __future__ import annotations
@@ -47,6 +52,8 @@ __all__ = [
     "Snapshot",
     "Store",
     "Summary",
+    "SummaryVersion",
+    "keeps_summary_text",
     "plan_append",
 ]
 
@@ -74,6 +81,37 @@ class Summary:
     version: int
     tokens: int
     updated_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryVersion:
+    """The summary as one committed fold left it (version 1 is the first fold).
+
+    ``lo..through_seq`` is what that fold covered; ``at_seq`` the session's last seq when it
+    committed (the fold happened after that message), ``live_tokens`` the live messages'
+    tokens right after it. ``text`` is None when the store keeps no summary text history
+    (see :func:`keeps_summary_text`): the numbers stay, the words do not.
+    """
+
+    session_id: str
+    version: int
+    lo: int
+    through_seq: int
+    at_seq: int
+    tokens: int
+    live_tokens: int
+    text: str | None
+    created_at: datetime | None = None
+
+
+def keeps_summary_text(store: object) -> bool:
+    """Whether ``store`` keeps the text of older summary versions: its ``summary_history``
+    if set (True/False), else only with ``archive`` retention. Read at every commit, so a
+    store whose retention is changed after construction follows it."""
+    explicit = getattr(store, "summary_history", None)
+    if explicit is not None:
+        return bool(explicit)
+    return getattr(store, "retention", "archive") == "archive"
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +242,9 @@ class Store(Protocol):
     """Where sessions live. Every method is a coroutine; sync use goes through ``Memory``."""
 
     retention: Retention
+    #: Keep older summaries' text (None: only with ``archive`` retention); see
+    #: :func:`keeps_summary_text`.
+    summary_history: bool | None
 
     async def setup(self) -> None:
         """Create or migrate the schema; safe to call any number of times."""
@@ -243,7 +284,20 @@ class Store(Protocol):
         ...
 
     async def commit_fold(self, commit: FoldCommit, entry: LedgerEntry) -> Summary:
-        """Commit a fold and its ledger row atomically, or raise ``ConflictError``."""
+        """Commit a fold, its ledger row and its summary version atomically, or raise
+        ``ConflictError``."""
+        ...
+
+    async def summary_versions(
+        self,
+        session_id: str,
+        *,
+        after_version: int = 0,
+        limit: int | None = None,
+        text: bool = True,
+    ) -> list[SummaryVersion]:
+        """The session's summary versions with version > ``after_version``, oldest first.
+        ``text=False`` leaves every ``text`` None (numbers only: cheap for long sessions)."""
         ...
 
     async def record_attempt(self, entry: LedgerEntry) -> int:
@@ -267,8 +321,8 @@ class Store(Protocol):
         ...
 
     async def delete(self, session_id: str, *, if_last_seq: int | None = None) -> bool:
-        """Remove a session with its messages, summary and ledger rows. With ``if_last_seq``
-        only if nothing was appended since; returns whether it deleted."""
+        """Remove a session with its messages, summary, summary versions and ledger rows.
+        With ``if_last_seq`` only if nothing was appended since; returns whether it deleted."""
         ...
 
     async def mark_due(self, session_id: str, due_at: datetime | None, *, as_of_seq: int) -> None:

@@ -27,6 +27,8 @@ from .base import (
     Retention,
     Snapshot,
     Summary,
+    SummaryVersion,
+    keeps_summary_text,
     plan_append,
 )
 
@@ -60,15 +62,19 @@ class _Session:
     due_seq: int = -1
     lease: Lease | None = None
     lease_epoch: int = 0
+    versions: list[SummaryVersion] = field(default_factory=list)
 
 
 class MemoryStore:
     """Sessions in a dict. The reference implementation of the store contract."""
 
-    def __init__(self, *, retention: Retention = "archive") -> None:
+    def __init__(
+        self, *, retention: Retention = "archive", summary_history: bool | None = None
+    ) -> None:
         if retention not in ("archive", "delete"):
             raise ConfigError(f"retention must be 'archive' or 'delete', got {retention!r}")
         self.retention: Retention = retention
+        self.summary_history = summary_history
         self._sessions: dict[str, _Session] = {}
         self._ledger: list[LedgerEntry] = []
         self._next_ledger_id = 1
@@ -187,8 +193,37 @@ class MemoryStore:
             summary_tokens=commit.tokens,
             reported_input_tokens=None,
         )
+        sess.versions.append(
+            SummaryVersion(
+                session_id=commit.session_id,
+                version=summary.version,
+                lo=commit.lo,
+                through_seq=commit.hi,
+                at_seq=stats.last_seq,
+                tokens=commit.tokens,
+                live_tokens=sess.stats.live_tokens,
+                text=commit.text if keeps_summary_text(self) else None,
+                created_at=entry.started_at,
+            )
+        )
         self._add_ledger(entry)
         return summary
+
+    async def summary_versions(
+        self,
+        session_id: str,
+        *,
+        after_version: int = 0,
+        limit: int | None = None,
+        text: bool = True,
+    ) -> list[SummaryVersion]:
+        sess = self._sessions.get(session_id)
+        if sess is None:
+            return []
+        out = [
+            v if text else replace(v, text=None) for v in sess.versions if v.version > after_version
+        ]
+        return out if limit is None else out[:limit]
 
     def _add_ledger(self, entry: LedgerEntry) -> int:
         lid = self._next_ledger_id

@@ -38,6 +38,8 @@ from .base import (
     Retention,
     Snapshot,
     Summary,
+    SummaryVersion,
+    keeps_summary_text,
     plan_append,
 )
 from .postgres_schema import (
@@ -52,6 +54,7 @@ from .postgres_schema import (
     SESSION_COLS,
     SNAPSHOT_MANY,
     SNAPSHOT_ONE,
+    VERSIONS_SELECT,
     explain_commit_miss,
     ledger_params,
     migrate,
@@ -62,6 +65,7 @@ from .rows import (
     encode_message,
     ledger_from_row,
     session_stats,
+    version_from_row,
 )
 
 try:
@@ -108,6 +112,7 @@ class PostgresStore:
         statement_timeout: float = 30.0,
         lock_timeout: float = 10.0,
         idle_in_transaction_timeout: float = 60.0,
+        summary_history: bool | None = None,
     ) -> None:
         if retention not in ("archive", "delete"):
             raise ConfigError(f"retention must be 'archive' or 'delete', got {retention!r}")
@@ -117,6 +122,7 @@ class PostgresStore:
             raise ConfigError(f"pool_size must be >= 1, got {pool_size!r}")
         self.url = url
         self.retention: Retention = retention
+        self.summary_history = summary_history
         self.schema = schema
         self.pool_size = pool_size
         self.connect_timeout = connect_timeout
@@ -308,6 +314,7 @@ class PostgresStore:
             "tokens": commit.tokens,
             "at": entry.started_at,
             "delete": self.retention == "delete",
+            "history": keeps_summary_text(self),
             "owner": lease.owner if lease else None,
             "token": lease.token if lease else None,
             **{f"l_{c}": v for c, v in zip(LEDGER_COLUMNS, ledger_params(entry), strict=True)},
@@ -345,7 +352,7 @@ class PostgresStore:
             row = await self._lock_session(conn, session_id, "last_seq")
             if row is None or (if_last_seq is not None and row[0] != if_last_seq):
                 return False
-            for table in ("messages", "ledger", "pii_vault", "sessions"):
+            for table in ("messages", "ledger", "pii_vault", "summary_versions", "sessions"):
                 await conn.execute(
                     f"DELETE FROM {table} WHERE session_id = %s",
                     (session_id,),
@@ -537,6 +544,20 @@ class PostgresStore:
             if row is None or row[0] is None:
                 return None
             return Summary(row[0], row[1], row[2], row[3], row[4])
+
+        return await self._tx(do, single=True)
+
+    async def summary_versions(
+        self,
+        session_id: str,
+        *,
+        after_version: int = 0,
+        limit: int | None = None,
+        text: bool = True,
+    ) -> list[SummaryVersion]:
+        async def do(conn: Conn) -> list[SummaryVersion]:
+            cur = await conn.execute(VERSIONS_SELECT, (text, session_id, after_version, limit))
+            return [version_from_row(r) for r in await cur.fetchall()]
 
         return await self._tx(do, single=True)
 

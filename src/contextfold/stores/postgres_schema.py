@@ -26,6 +26,7 @@ __all__ = [
     "SNAPSHOT_MANY",
     "SNAPSHOT_ONE",
     "STARTED_AT",
+    "VERSIONS_SELECT",
     "explain_commit_miss",
     "ledger_params",
     "migrate",
@@ -104,12 +105,39 @@ CREATE TABLE pii_vault (
 );
 """
 
+# One row per committed fold: what the inspector diffs. ``text`` is NULL when the store
+# keeps no summary history (delete retention by default).
+_SUMMARY_VERSIONS = """
+CREATE TABLE summary_versions (
+    session_id text NOT NULL,
+    version bigint NOT NULL,
+    lo bigint NOT NULL,
+    through_seq bigint NOT NULL,
+    at_seq bigint NOT NULL,
+    tokens bigint NOT NULL,
+    live_tokens bigint NOT NULL,
+    text text,
+    created_at timestamptz,
+    PRIMARY KEY (session_id, version)
+);
+"""
+
 #: Ordered (version, name, SQL), the same steps as SQLite's. Append; never edit one.
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial schema", _INITIAL),
     (2, "due sessions and leases", _DUE_AND_LEASES),
     (3, "pii vault", _PII_VAULT),
+    (4, "summary versions", _SUMMARY_VERSIONS),
 ]
+
+VERSION_COLS = (
+    "session_id, version, lo, through_seq, at_seq, tokens, live_tokens, text, created_at"
+)
+VERSIONS_SELECT = (
+    "SELECT session_id, version, lo, through_seq, at_seq, tokens, live_tokens, "
+    "CASE WHEN %s THEN text END, created_at FROM summary_versions "
+    "WHERE session_id = %s AND version > %s ORDER BY version LIMIT %s"
+)
 
 SESSION_COLS = (
     "session_id, last_seq, live_count, live_tokens, through_seq, summary_version, "
@@ -162,7 +190,13 @@ WITH span AS (
         AND span.n = %(hi)s - %(lo)s + 1
         AND (%(owner)s::text IS NULL OR (s.lease_owner = %(owner)s
              AND s.lease_token = %(token)s AND s.lease_expires > now()))
-    RETURNING s.session_id
+    RETURNING s.session_id, s.summary_version, s.last_seq, s.live_tokens
+), ver AS (
+    INSERT INTO summary_versions ({VERSION_COLS})
+    SELECT upd.session_id, upd.summary_version, %(lo)s::bigint, %(hi)s::bigint, upd.last_seq,
+        %(tokens)s::bigint, upd.live_tokens, CASE WHEN %(history)s::boolean THEN %(text)s::text END,
+        %(at)s::timestamptz
+    FROM upd
 ), gone AS (
     DELETE FROM messages m USING upd
     WHERE %(delete)s AND m.session_id = upd.session_id

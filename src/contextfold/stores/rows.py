@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import StorageError, ValidationError
 from ..messages import Message, StoredMessage
 from ..policy import SessionStats
-from .base import LedgerEntry
+from .base import LedgerEntry, SummaryVersion
 
 LEDGER_COLUMNS = (
     "session_id",
@@ -122,3 +122,24 @@ def session_stats(row: Sequence[Any]) -> SessionStats:
         last_activity=decode_time(row[8]),
         reported_input_tokens=row[9],
     )
+
+
+def version_values(version: SummaryVersion) -> tuple[Any, ...]:
+    """A summary version as (session_id, version, lo, through_seq, at_seq, tokens,
+    live_tokens, text, created_at) column values."""
+    return (
+        version.session_id,
+        version.version,
+        version.lo,
+        version.through_seq,
+        version.at_seq,
+        version.tokens,
+        version.live_tokens,
+        version.text,
+        version.created_at,
+    )
+
+
+def version_from_row(row: Sequence[Any]) -> SummaryVersion:
+    sid, version, lo, through, at_seq, tokens, live, text, at = row
+    return SummaryVersion(sid, version, lo, through, at_seq, tokens, live, text, decode_time(at))

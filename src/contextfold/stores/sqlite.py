@@ -39,6 +39,8 @@ from .base import (
     Retention,
     Snapshot,
     Summary,
+    SummaryVersion,
+    keeps_summary_text,
     plan_append,
 )
 from .rows import (
@@ -73,6 +75,7 @@ class SQLiteStore:
         retention: Retention = "archive",
         busy_timeout_ms: int = 10_000,
         synchronous: str = "NORMAL",
+        summary_history: bool | None = None,
     ) -> None:
         if retention not in ("archive", "delete"):
             raise ConfigError(f"retention must be 'archive' or 'delete', got {retention!r}")
@@ -80,6 +83,7 @@ class SQLiteStore:
             raise ConfigError(f"unknown synchronous mode {synchronous!r}")
         self.path = str(path)
         self.retention: Retention = retention
+        self.summary_history = summary_history
         self.busy_timeout_ms = busy_timeout_ms
         self.synchronous = synchronous.upper()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="contextfold-sqlite")
@@ -308,6 +312,8 @@ class SQLiteStore:
                     (commit.session_id, commit.lo, commit.hi),
                 )
             self._insert_ledger(conn, entry)
+            text = commit.text if keeps_summary_text(self) else None
+            schema.insert_version(conn, commit, version + 1, last, text, entry.started_at)
             return Summary(commit.text, commit.hi, version + 1, commit.tokens, entry.started_at)
 
         return await self._write(do)
@@ -417,7 +423,7 @@ class SQLiteStore:
             ).fetchone()
             if row is None or (if_last_seq is not None and row[0] != if_last_seq):
                 return False
-            for table in ("messages", "ledger", "pii_vault", "sessions"):
+            for table in ("messages", "ledger", "pii_vault", "summary_versions", "sessions"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
             with self._read_lock:
                 self._live_cache.pop(session_id, None)
@@ -545,6 +551,18 @@ class SQLiteStore:
             return Summary(row[0], row[1], row[2], row[3], decode_time(row[4]))
 
         return await self._call(do)
+
+    async def summary_versions(
+        self,
+        session_id: str,
+        *,
+        after_version: int = 0,
+        limit: int | None = None,
+        text: bool = True,
+    ) -> list[SummaryVersion]:
+        return await self._read(
+            lambda conn: schema.read_versions(conn, session_id, after_version, limit, text)
+        )
 
     async def ledger(
         self, session_id: str | None = None, *, limit: int | None = 100

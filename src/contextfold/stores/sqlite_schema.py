@@ -8,18 +8,21 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 
-from .base import Lease
-from .rows import SESSION_COLS, session_stats
+from .base import FoldCommit, Lease, SummaryVersion
+from .rows import SESSION_COLS, encode_time, session_stats, version_from_row
 
 __all__ = [
     "MIGRATIONS",
     "SESSION_COLS",
+    "VERSION_COLS",
     "claim_due",
     "claim_session",
     "enable_wal",
     "epoch",
     "from_epoch",
+    "insert_version",
     "migrate",
+    "read_versions",
     "release_leases",
     "renew_lease",
     "session_stats",
@@ -99,12 +102,73 @@ CREATE TABLE pii_vault (
 ) WITHOUT ROWID;
 """
 
+# One row per committed fold: what the inspector diffs. ``text`` is NULL when the store
+# keeps no summary history (delete retention by default).
+_SUMMARY_VERSIONS = """
+CREATE TABLE summary_versions (
+    session_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    lo INTEGER NOT NULL,
+    through_seq INTEGER NOT NULL,
+    at_seq INTEGER NOT NULL,
+    tokens INTEGER NOT NULL,
+    live_tokens INTEGER NOT NULL,
+    text TEXT,
+    created_at TEXT,
+    PRIMARY KEY (session_id, version)
+) WITHOUT ROWID;
+"""
+
 #: Ordered (version, name, SQL). Append new ones; never edit an applied migration.
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial schema", _INITIAL),
     (2, "due sessions and leases", _DUE_AND_LEASES),
     (3, "pii vault", _PII_VAULT),
+    (4, "summary versions", _SUMMARY_VERSIONS),
 ]
+
+VERSION_COLS = (
+    "session_id, version, lo, through_seq, at_seq, tokens, live_tokens, text, created_at"
+)
+
+
+def insert_version(
+    conn: sqlite3.Connection,
+    commit: FoldCommit,
+    version: int,
+    at_seq: int,
+    text: str | None,
+    at: datetime | None,
+) -> None:
+    """Record a committed fold's summary version, inside the fold's transaction and after
+    the sessions row was updated (its ``live_tokens`` is the count after the fold)."""
+    conn.execute(
+        f"INSERT INTO summary_versions ({VERSION_COLS}) SELECT ?, ?, ?, ?, ?, ?, live_tokens, "
+        "?, ? FROM sessions WHERE session_id = ?",
+        (
+            commit.session_id,
+            version,
+            commit.lo,
+            commit.hi,
+            at_seq,
+            commit.tokens,
+            text,
+            encode_time(at),
+            commit.session_id,
+        ),
+    )
+
+
+def read_versions(
+    conn: sqlite3.Connection, session_id: str, after_version: int, limit: int | None, text: bool
+) -> list[SummaryVersion]:
+    cols = VERSION_COLS if text else VERSION_COLS.replace(" text,", " NULL,")
+    rows = conn.execute(
+        f"SELECT {cols} FROM summary_versions WHERE session_id = ? AND version > ? "
+        "ORDER BY version LIMIT ?",
+        (session_id, after_version, -1 if limit is None else limit),
+    ).fetchall()
+    return [version_from_row(r) for r in rows]
 
 
 def epoch(value: datetime | None) -> float | None:

@@ -20,6 +20,7 @@ from ..errors import ConflictError, ValidationError
 from ..messages import MediaPart, Message, TextPart, ToolCall
 from ..stores.base import FoldCommit, LedgerEntry, PreparedMessage, Retention, Store
 from .leases import LeaseConformance
+from .summary_history import SummaryHistoryConformance
 from .vault import VaultConformance
 
 __all__ = ["StoreConformance", "check_invariant"]
@@ -55,7 +56,7 @@ async def check_invariant(store: Store, session_id: str) -> None:
         assert all(m.seq > stats.through_seq for m in everything)
 
 
-class StoreConformance(LeaseConformance, VaultConformance):
+class StoreConformance(LeaseConformance, VaultConformance, SummaryHistoryConformance):
     """The contract of :class:`~contextfold.stores.base.Store`, as tests."""
 
     def make_store(self, retention: Retention = "archive") -> Store:

@@ -1,0 +1,229 @@
+"""Response bodies of the inspector's ``/v1`` routes (:mod:`.inspector_routes`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ..messages import StoredMessage
+from ..policy import SessionStats
+from ..stores.base import LedgerEntry
+from .inspector_data import FoldMarker, SeriesPoint
+
+__all__ = [
+    "ContextMessageOut",
+    "DiffOpOut",
+    "FoldDetail",
+    "FoldMarkerOut",
+    "FoldRow",
+    "FoldsPage",
+    "InspectContext",
+    "InspectSession",
+    "InspectSessionsPage",
+    "SeriesOut",
+    "SeriesPointOut",
+    "TimelineMessage",
+    "TimelinePage",
+    "ledger_row",
+]
+
+
+class InspectSession(BaseModel):
+    """A session's totals as the inspector lists them."""
+
+    session_id: str
+    messages: int = Field(description="Messages stored so far (last seq)")
+    live: int = Field(description="Live (not yet folded) messages")
+    folded: int = Field(description="Messages covered by the summary")
+    folds: int = Field(description="Committed folds (the summary's version)")
+    failed_folds: int
+    context_tokens: int = Field(description="Summary + live messages, in tokens")
+    summary_tokens: int
+    budget: int | None
+    summarizer_tokens: int = Field(description="Summarizer input + output tokens spent")
+    last_activity: datetime | None
+    retention: str | None = Field(default=None, description="archive or delete")
+    summary_history: bool | None = Field(
+        default=None, description="Whether older summaries' text is kept (fold diffs)"
+    )
+    policy: str | None = None
+
+    @classmethod
+    def of(
+        cls,
+        session_id: str,
+        stats: SessionStats | None,
+        ledger: Sequence[LedgerEntry],
+        budget: int | None,
+        last_activity: datetime | None,
+    ) -> InspectSession:
+        s = stats or SessionStats(session_id=session_id)
+        return cls(
+            session_id=session_id,
+            messages=s.last_seq,
+            live=s.live_count,
+            folded=s.through_seq,
+            folds=s.summary_version,
+            failed_folds=sum(1 for e in ledger if e.outcome == "failed"),
+            context_tokens=s.summary_tokens + s.live_tokens,
+            summary_tokens=s.summary_tokens,
+            budget=budget,
+            summarizer_tokens=sum(e.input_tokens + e.output_tokens for e in ledger),
+            last_activity=s.last_activity or last_activity,
+        )
+
+
+class InspectSessionsPage(BaseModel):
+    sessions: list[InspectSession]
+    next_cursor: str | None = Field(description="Pass as cursor for the next page")
+    total: int = Field(description="Sessions matching the filter")
+
+
+class SeriesPointOut(BaseModel):
+    seq: int
+    context_tokens: int | None = Field(
+        description="Summary + live messages after this message (null: deleted by retention)"
+    )
+    summary_tokens: int
+
+    @classmethod
+    def of(cls, p: SeriesPoint) -> SeriesPointOut:
+        return cls(seq=p.seq, context_tokens=p.context_tokens, summary_tokens=p.summary_tokens)
+
+
+class FoldMarkerOut(BaseModel):
+    version: int
+    at_seq: int = Field(description="The fold ran after this message")
+    lo: int
+    through_seq: int
+    summary_tokens: int
+    before_tokens: int | None
+    after_tokens: int
+
+    @classmethod
+    def of(cls, m: FoldMarker) -> FoldMarkerOut:
+        return cls(
+            version=m.version, at_seq=m.at_seq, lo=m.lo, through_seq=m.through_seq,
+            summary_tokens=m.summary_tokens, before_tokens=m.before_tokens,
+            after_tokens=m.after_tokens,
+        )
+
+
+class SeriesOut(BaseModel):
+    session_id: str
+    budget: int | None
+    first_seq: int
+    last_seq: int
+    points: list[SeriesPointOut]
+    folds: list[FoldMarkerOut]
+    next_before_seq: int | None = Field(description="Pass as before_seq for earlier messages")
+
+
+class TimelineMessage(BaseModel):
+    seq: int
+    tokens: int
+    folded: bool
+    fold_version: int | None = Field(description="The fold (summary version) that covered it")
+    message: dict[str, Any]
+
+    @classmethod
+    def of(cls, m: StoredMessage, version: int | None) -> TimelineMessage:
+        return cls(seq=m.seq, tokens=m.tokens, folded=m.folded, fold_version=version,
+                   message=m.message.to_dict())
+
+
+class TimelinePage(BaseModel):
+    session_id: str
+    messages: list[TimelineMessage]
+    next_after_seq: int | None
+    deleted_before: int = Field(
+        description="Folded messages before this page that delete retention removed"
+    )
+
+
+class FoldRow(BaseModel):
+    """One fold attempt (a ledger row) and the summary version it made, if it committed."""
+
+    id: int | None
+    version: int | None
+    outcome: str
+    reason: str
+    lo: int
+    hi: int
+    messages_folded: int
+    tokens_folded: int
+    summary_tokens: int
+    input_tokens: int
+    output_tokens: int
+    calls: int
+    model: str | None
+    latency_ms: float
+    error_class: str | None
+    error: str | None = Field(description="Redacted one-line error of a failed fold")
+    started_at: datetime | None
+
+    @classmethod
+    def of(cls, e: LedgerEntry, version: int | None) -> FoldRow:
+        return cls(
+            id=e.id, version=version, outcome=e.outcome, reason=e.reason, lo=e.lo, hi=e.hi,
+            messages_folded=e.messages_folded, tokens_folded=e.tokens_folded,
+            summary_tokens=e.summary_tokens, input_tokens=e.input_tokens,
+            output_tokens=e.output_tokens, calls=e.calls, model=e.model,
+            latency_ms=e.latency_ms, error_class=e.error_class, error=e.error,
+            started_at=e.started_at,
+        )
+
+
+def ledger_row(e: LedgerEntry) -> FoldRow:
+    return FoldRow.of(e, None)
+
+
+class FoldsPage(BaseModel):
+    session_id: str
+    folds: list[FoldRow]
+    next_before_id: int | None
+
+
+class DiffOpOut(BaseModel):
+    op: str = Field(description="equal, insert or delete")
+    text: str
+
+
+class FoldDetail(BaseModel):
+    session_id: str
+    version: int
+    lo: int
+    through_seq: int
+    at_seq: int
+    summary_tokens: int
+    before_tokens: int
+    before: str | None = Field(description="The summary before (null: history not kept)")
+    after: str | None
+    history_kept: bool
+    diff: list[DiffOpOut] | None
+    lost_facts: list[str] | None = Field(
+        description="Names, numbers, dates and ids of the summary before that the new one "
+        "no longer mentions (the fact check)"
+    )
+    ledger: FoldRow | None
+    created_at: datetime | None
+
+
+class ContextMessageOut(BaseModel):
+    kind: str = Field(description="system, summary, bridge or message")
+    tokens: int
+    message: dict[str, Any]
+
+
+class InspectContext(BaseModel):
+    session_id: str
+    tokens: int
+    budget: int | None
+    omitted: int
+    omitted_seqs: list[int] | None
+    truncated: bool
+    bridged: bool
+    messages: list[ContextMessageOut]

@@ -1,0 +1,83 @@
+"""The inspector page at ``/ui/``: static files shipped in the package (no CDN, no build
+step), plus the inspector's ``/v1`` read routes (:mod:`.inspector_routes`).
+
+The page reads only the ``/v1`` API, with the key the user enters (kept in the browser's
+``sessionStorage``). ``contextfold serve --dev`` (loopback only) sets
+``CONTEXTFOLD_SERVER_DEV=1``: a ``/v1`` request without a key then acts for the tenant
+``dev``, and the page says so.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.responses import FileResponse, JSONResponse, RedirectResponse
+from fastapi.staticfiles import StaticFiles
+
+from .deps import current_tenant, get_state
+from .keys import Tenant
+from .tenancy import ServerState
+
+__all__ = ["DEV_ENV", "DEV_TENANT", "STATIC_DIR", "install"]
+
+STATIC_DIR = Path(__file__).with_name("static")
+DEV_ENV = "CONTEXTFOLD_SERVER_DEV"
+DEV_TENANT = "dev"
+
+router = APIRouter(include_in_schema=False)
+
+_HEADERS = {
+    # everything the page needs is served from here: no CDN, no network
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
+    "style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+
+
+def dev_mode() -> bool:
+    return os.environ.get(DEV_ENV) == "1"
+
+
+@router.get("/ui")
+async def ui_redirect() -> RedirectResponse:
+    return RedirectResponse("/ui/", status_code=308)
+
+
+@router.get("/ui/")
+async def ui_index() -> FileResponse:
+    return FileResponse(STATIC_DIR / "index.html", media_type="text/html", headers=_HEADERS)
+
+
+@router.get("/ui/config.json")
+async def ui_config(request: Request) -> JSONResponse:
+    dev = bool(getattr(request.app.state, "contextfold_dev", False))
+    return JSONResponse({"dev": dev, "dev_tenant": DEV_TENANT if dev else None})
+
+
+async def _dev_tenant(
+    request: Request, state: Annotated[ServerState, Depends(get_state)]
+) -> Tenant:
+    """Dev mode: a request with a key acts for the key's tenant, one without for ``dev``."""
+    if request.headers.get("authorization"):
+        return await current_tenant(request, state)
+    tenant = Tenant(name=DEV_TENANT, key_id="dev")
+    request.state.tenant = tenant
+    return tenant
+
+
+def install(app: FastAPI, *, dev: bool | None = None) -> None:
+    """Add the inspector's routes and page to the service's app."""
+    from .inspector_routes import router as inspector_router
+
+    app.include_router(inspector_router)
+    app.include_router(router)
+    app.mount("/ui/static", StaticFiles(directory=STATIC_DIR), name="ui-static")
+    dev = dev_mode() if dev is None else dev
+    app.state.contextfold_dev = dev
+    if dev:
+        app.dependency_overrides[current_tenant] = _dev_tenant

@@ -1,0 +1,242 @@
+"""The inspector page in a real browser: Debian's chromium driven by Playwright (never
+``playwright install``: the browser is the system's, found on PATH or in
+``CONTEXTFOLD_CHROMIUM``), against a real ``contextfold serve`` over seeded sessions.
+
+Screenshots go to this test module's tmp folder (printed at the end); with
+``CONTEXTFOLD_SCREENSHOTS=DIR`` the session view is also saved as ``DIR/inspector-session.png``
+(how ``docs/inspector-session.png`` is made).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .live import Served, start_server, stop
+
+playwright_api = pytest.importorskip(
+    "playwright.sync_api", reason='needs Playwright: pip install -e ".[dev]"'
+)
+expect = playwright_api.expect
+Page = playwright_api.Page
+
+
+def _chromium() -> str:
+    found = os.environ.get("CONTEXTFOLD_CHROMIUM") or shutil.which("chromium")
+    if not found:
+        pytest.fail("no chromium on PATH: apt-get install -y chromium (.ci/run does it), or set "
+                    "CONTEXTFOLD_CHROMIUM to a Chromium binary")
+    return found
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    with playwright_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("screenshots")
+
+
+@pytest.fixture
+def page(browser: object) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})  # type: ignore[attr-defined]
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    pg.set_default_timeout(15_000)
+    yield pg
+    context.close()
+    assert errors == [], errors  # no uncaught script error on any view
+
+
+def _login(page: Page, served: Served) -> None:
+    page.goto(served.base + "/ui/")
+    expect(page.locator("#status")).to_contain_text("Enter an API key")
+    page.get_by_label("API key").fill(served.seeded.key)
+    page.get_by_role("button", name="Use key").click()
+    expect(page.locator("#sessions-table tbody tr a").first).to_be_visible()
+
+
+def _stat(page: Page, label: str) -> object:
+    return page.locator("#session-stats dt", has_text=re.compile(f"^{label}$")).locator(
+        "xpath=following-sibling::dd")
+
+
+def test_list_session_fold_diff_and_fold_now(page: Page, served: Served, shots: Path) -> None:
+    _login(page, served)
+    rows = page.locator("#sessions-table tbody tr")
+    expect(rows).to_have_count(6)
+    flaky = rows.filter(has_text="flaky-fold")
+    expect(flaky.locator("td").nth(3)).not_to_have_text("0")  # failed folds
+    expect(flaky.get_by_role("img")).to_have_attribute("aria-label", re.compile(r"of 700 tokens"))
+    page.screenshot(path=str(shots / "list.png"))
+
+    page.get_by_label("Filter by session id").fill("short")
+    page.get_by_label("Order").select_option("id")
+    page.get_by_role("button", name="Apply").click()
+    expect(rows).to_have_count(3)
+    expect(rows.first).to_contain_text("short-0")
+    page.get_by_label("Filter by session id").fill("")
+    page.get_by_role("button", name="Apply").click()
+    expect(rows).to_have_count(6)
+
+    # list -> session
+    page.get_by_role("link", name="long-chat").click()
+    expect(page.get_by_role("heading", name="Session long-chat")).to_be_visible()
+    expect(page.locator("#session-stats")).to_contain_text("archive, summary history kept")
+    markers = page.locator("#chart .fold")
+    expect(markers.first).to_be_visible()
+    n_folds = markers.count()
+    assert n_folds >= 5
+    expect(page.locator("#chart .budget")).to_have_count(1)
+    markers.nth(2).hover()
+    tip = page.locator("#chart-tip")
+    expect(tip).to_be_visible()
+    expect(tip).to_contain_text("Fold 3")
+    expect(tip).to_contain_text("fake-llm-1")  # its ledger row
+    expect(page.locator("#timeline .badge").first).to_contain_text("folded by fold 1")
+    now = page.locator("#now-table tbody tr")
+    expect(now.first.locator("td").nth(1)).to_have_text("summary")
+    page.screenshot(path=str(shots / "session.png"))
+    if os.environ.get("CONTEXTFOLD_SCREENSHOTS"):
+        out = Path(os.environ["CONTEXTFOLD_SCREENSHOTS"])
+        out.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(out / "inspector-session.png"))
+
+    # session -> fold diff, by keyboard: focus a fold marker, press Enter
+    markers.nth(2).focus()
+    page.keyboard.press("Enter")
+    detail = page.locator("#fold-detail")
+    expect(detail).to_be_visible()
+    expect(detail.get_by_role("heading", level=3)).to_contain_text("Fold 3")
+    expect(detail.locator("#fold-diff ins").first).to_be_visible()
+    expect(detail.locator("#fold-diff del").first).to_be_visible()
+    expect(detail.get_by_role("alert")).to_contain_text("Fact check")
+    expect(detail).to_contain_text("fake-llm-1")
+    detail.screenshot(path=str(shots / "fold-diff.png"))
+    # the folds table's buttons open a diff too
+    page.get_by_role("button", name=f"Show the summary diff of fold {n_folds}").click()
+    expect(detail.get_by_role("heading", level=3)).to_contain_text(f"Fold {n_folds}")
+
+    # a failed fold's redacted error, then fold now
+    page.get_by_role("link", name="← All sessions").click()
+    page.get_by_role("link", name="flaky-fold").click()
+    failed = page.locator("#folds-table tbody tr", has_text="failed")
+    expect(failed.first).to_contain_text("SummarizationError: provider returned 503 for <EMAIL_1>")
+    expect(page.locator("#folds-table")).not_to_contain_text("example.com")
+    before = failed.count()
+    page.get_by_role("button", name="Fold now").click()
+    expect(page.locator("#status")).to_contain_text("into summary version 1")
+    expect(page.locator("#folds-table tbody tr", has_text="committed")).to_have_count(1)
+    expect(page.locator("#folds-table tbody tr", has_text="failed")).to_have_count(before)
+    expect(_stat(page, "Folds")).to_have_text("1")
+    page.screenshot(path=str(shots / "fold-now.png"))
+    print(f"screenshots in {shots}")
+
+
+def test_agent_timeline_groups_tool_calls(page: Page, served: Served, shots: Path) -> None:
+    _login(page, served)
+    page.get_by_role("link", name="agent-run").click()
+    groups = page.locator("#timeline .tool-group")
+    expect(groups.first).to_be_visible()
+    first = groups.first
+    expect(first.locator(".group-title")).to_have_text("Tool calls: get_flight")
+    expect(first.locator("li.msg")).to_have_count(2)  # the call and its result
+    expect(first.locator("li.msg").nth(1)).to_contain_text('"status": "cancelled"')
+    page.screenshot(path=str(shots / "agent.png"), full_page=True)
+
+
+def test_delete_asks_first(page: Page, served: Served) -> None:
+    _login(page, served)
+    rows = page.locator("#sessions-table tbody tr")
+    count = rows.count()
+    page.get_by_role("link", name="short-2").click()
+    delete = page.get_by_role("button", name="Delete session…")
+    delete.click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_contain_text("short-2")
+    expect(page.get_by_role("button", name="Cancel")).to_be_focused()
+    page.keyboard.press("Enter")  # the focused Cancel: nothing happens
+    expect(dialog).to_be_hidden()
+    expect(page.get_by_role("heading", name="Session short-2")).to_be_visible()
+    delete.click()
+    page.get_by_role("button", name="Delete", exact=True).click()
+    expect(page.locator("#status")).to_contain_text("Deleted session “short-2”")
+    expect(rows).to_have_count(count - 1)
+    expect(page.get_by_role("link", name="short-2")).to_have_count(0)
+
+
+def test_basic_accessibility(page: Page, served: Served) -> None:
+    _login(page, served)
+    page.get_by_role("link", name="long-chat").click()
+    expect(page.locator("#chart .fold").first).to_be_visible()
+    problems = page.evaluate("""() => {
+      const out = [];
+      const name = (el) => (el.getAttribute("aria-label") || el.textContent || "").trim();
+      for (const el of document.querySelectorAll("input, select, textarea")) {
+        if (!el.labels.length && !el.getAttribute("aria-label")) out.push("unlabelled " + el.id);
+      }
+      for (const el of document.querySelectorAll("button, a[href]")) {
+        if (!name(el)) out.push("nameless " + el.outerHTML.slice(0, 60));
+      }
+      for (const el of document.querySelectorAll("[role=img]")) {
+        if (!el.getAttribute("aria-label") && !el.getAttribute("aria-labelledby"))
+          out.push("image without text alternative");
+      }
+      for (const th of document.querySelectorAll("th")) {
+        if (th.getAttribute("scope") !== "col") out.push("th without scope");
+      }
+      for (const t of document.querySelectorAll("table")) {
+        if (!t.querySelector("caption")) out.push("table without caption " + t.id);
+      }
+      const levels = [...document.querySelectorAll("h1, h2, h3, h4")].filter(
+        (h) => h.offsetParent !== null).map((h) => Number(h.tagName[1]));
+      levels.forEach((l, i) => { if (i && l > levels[i - 1] + 1) out.push("heading skips " + l); });
+      if (!document.documentElement.lang) out.push("no lang");
+      return out;
+    }""")
+    assert problems == []
+    # keyboard: the skip link comes first and moves focus to the content
+    page.goto(served.base + "/ui/#/")  # the list view moves no focus while it loads
+    expect(page.locator("#sessions-table tbody tr a").first).to_be_visible()
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("link", name="Skip to content")).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("link", name="contextfold inspector")).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(page.get_by_label("API key")).to_be_focused()
+    page.get_by_role("link", name="long-chat").click()
+    # every fold marker is reachable with Tab and named for screen readers
+    marker = page.locator("#chart .fold").first
+    expect(marker).to_have_attribute("tabindex", "0")
+    expect(marker).to_have_attribute("aria-label", re.compile(r"^Fold 1 after message \d+"))
+    # sortable column headers work from the keyboard
+    page.get_by_role("link", name="← All sessions").click()
+    header = page.locator("#sessions-table th", has_text="Folds").first
+    header.focus()
+    page.keyboard.press("Enter")
+    expect(header).to_have_attribute("aria-sort", re.compile("ascending|descending"))
+
+
+def test_dev_mode_says_so_on_the_page(page: Page, served: Served) -> None:
+    base, proc = start_server(served.seeded.db, dev=True)
+    try:
+        page.goto(base + "/ui/")
+        banner = page.locator("#dev-banner")
+        expect(banner).to_be_visible()
+        expect(banner).to_contain_text("no API key needed")
+        expect(page.locator("#sessions-table tbody")).to_contain_text("No sessions.")
+    finally:
+        stop(proc)
