@@ -9,8 +9,8 @@
     model: null                       # summarizer model ("openai:gpt-4o-mini"); null: offline
 
 Missing keys take the defaults; an unknown key or a value of the wrong type is a
-``ConfigError`` naming the file, the key and what was expected. Reading YAML needs PyYAML
-(``pip install "contextfold[yaml]"``); :meth:`AgentSettings.from_mapping` does not.
+``ConfigError`` naming the file, the key and what was expected. PyYAML is a core
+dependency (small, pure Python); :meth:`AgentSettings.from_mapping` does not need it.
 
 The settings become one policy, ``any_of(ReportedUsage(limit), Idle(fold, clear))``, used
 the same way in-process (:class:`~contextfold.idle.IdleScheduler`) and out of process
@@ -87,7 +87,8 @@ class AgentSettings:
             import yaml
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ConfigError(
-                'reading YAML settings needs PyYAML: pip install "contextfold[yaml]"') from exc
+                'reading YAML settings needs PyYAML (a dependency of contextfold): '
+                'pip install "pyyaml>=6"') from exc
         source = os.fspath(path)
         try:
             with open(source, encoding="utf-8") as fh:
