@@ -80,11 +80,12 @@ def _units(messages: Sequence[Message], counter: TokenCounter) -> list[_Unit]:
 
 
 def _cap(sizes: Sequence[int], available: int, marker: int) -> int | None:
-    """The largest share ``c`` such that keeping ``min(size, c)`` of every unit (plus a
-    marker for each cut one) costs at most ``available``; None if not even the markers fit."""
+    """The largest share ``c`` such that every unit kept whole or cut to ``c`` tokens plus
+    a marker, whichever is smaller, costs at most ``available`` in total; None if not
+    even the markers fit."""
 
     def cost(c: int) -> int:
-        return sum(s if s <= c else c + marker for s in sizes)
+        return sum(min(s, c + marker) for s in sizes)
 
     if cost(0) > available:
         return None
@@ -142,7 +143,7 @@ def elide(
         out = list(messages)
         cut: dict[int, tuple[str | None, dict[int, str]]] = {}
         for u in units:
-            if u.tokens <= cap:
+            if u.tokens <= cap + marker:
                 continue
             is_args = u.call >= 0
             seq = seqs[u.index]
