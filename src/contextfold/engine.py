@@ -1,7 +1,17 @@
 """The engine, :class:`AsyncMemory`: add → (policy) → fold → commit; context(); fold_many().
 
-The synchronous :class:`~contextfold.memory.Memory` runs these very coroutines on a
-private event-loop thread, so there is one implementation of every step.
+One step, two fronts. Every operation here is one ``async def`` step, written once.
+``AsyncMemory`` awaits it on the caller's event loop. The synchronous
+:class:`~contextfold.memory.Memory` drives the *same* coroutine in the caller's thread with
+:func:`contextfold.inline.run_inline`: while it runs, the stores do their I/O
+synchronously where it is awaited (SQLite on its connection, PostgreSQL on a synchronous
+psycopg connection, the memory store never waits), so the step completes on its first
+``send`` — no event loop, no thread hop per call. The only things a step awaits besides
+the store are routed through :func:`contextfold.inline.run_elsewhere` (a summarizer that
+does network I/O; ``fold_many``'s concurrency), which on the sync front runs them on the
+``Memory``'s private loop thread: one hop per summarizer call, never per turn. So a new
+step needs nothing special: await the store, and send anything else that truly waits
+through ``run_elsewhere``; ``tests/test_fronts.py`` runs the steps on both fronts.
 
 A fold reads the session, asks the policy for a span, calls the summarizer with no
 transaction or lock held, validates the result, and commits summary + ledger row in one
@@ -13,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -21,6 +32,7 @@ from typing import Any, Literal, TypeVar
 
 from .context import Context, build_context, render_summary, summary_overhead
 from .errors import ConfigError, ConflictError, ContextFoldError, SummarizationError
+from .inline import inline, run_elsewhere
 from .messages import (
     DEFAULT_MAX_MESSAGE_CHARS,
     Message,
@@ -43,7 +55,7 @@ from .stores.base import (
     Store,
     Summary,
 )
-from .summarizers.base import Summarizer, SummaryRequest, check_summary
+from .summarizers.base import Summarizer, SummaryRequest, SummaryResult, check_summary
 from .tokens import TokenCounter, count_message, count_tools, get_counter
 
 __all__ = ["AsyncMemory", "MessageLike", "error_text", "utcnow"]
@@ -64,6 +76,10 @@ def _check_session_id(session_id: object) -> str:
     if not isinstance(session_id, str) or not session_id.strip():
         raise ConfigError(f"session_id must be a non-empty string, got {session_id!r:.60}")
     return check_text(session_id, "session_id", 256)
+
+
+async def _call_summarizer(summarizer: Summarizer, request: SummaryRequest) -> SummaryResult:
+    return await summarizer.summarize(request)
 
 
 def error_text(exc: BaseException) -> str:
@@ -151,6 +167,7 @@ class AsyncMemory:
         self._inflight: set[str] = set()
         self._setup_done = False
         self._setup_lock = asyncio.Lock()
+        self._setup_thread_lock = threading.Lock()  # the sync front's steps
 
     def _fixed_tokens(self, system: str | None, tools: Sequence[Mapping[str, Any]] | None) -> int:
         fixed = count_tools(self.counter, tools)
@@ -160,11 +177,25 @@ class AsyncMemory:
 
     async def _ready(self) -> Store:
         if not self._setup_done:
-            async with self._setup_lock:
-                if not self._setup_done:
-                    await self.store.setup()
-                    self._setup_done = True
+            if inline():
+                with self._setup_thread_lock:  # an inline step never suspends under it
+                    if not self._setup_done:
+                        await self.store.setup()
+                        self._setup_done = True
+            else:
+                async with self._setup_lock:
+                    if not self._setup_done:
+                        await self.store.setup()
+                        self._setup_done = True
         return self.store
+
+    async def _summarize(self, request: SummaryRequest) -> SummaryResult:
+        """The summarizer's call. A summarizer that declares ``runs_inline = True`` (it
+        never waits on I/O, like the extractive one) runs right here on either front; any
+        other goes through :func:`run_elsewhere` (the sync front's loop thread)."""
+        if getattr(self.summarizer, "runs_inline", False) is True:
+            return await self.summarizer.summarize(request)
+        return await run_elsewhere(_call_summarizer(self.summarizer, request))
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -322,7 +353,7 @@ class AsyncMemory:
         )
         started = time.perf_counter()
         try:
-            result = check_summary(await self.summarizer.summarize(request), request)
+            result = check_summary(await self._summarize(request), request)
             if privacy.summary:
                 clean = privacy.summary_text(result.text, sid)
                 if clean != result.text:  # placeholders change the length: check again

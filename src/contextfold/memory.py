@@ -1,20 +1,22 @@
 """Bounded conversation memory: :class:`Memory` (sync) and :class:`AsyncMemory` (async).
 
 :class:`AsyncMemory` (in :mod:`contextfold.engine`) is the core. :class:`Memory` is the
-synchronous front: it runs the very same coroutines on a private event-loop thread, so
-there is one implementation of every step and no hand-copied twin.
+synchronous front: it drives the very same coroutines in the caller's thread
+(:func:`contextfold.inline.run_inline`; the stores do their I/O synchronously while it
+does), so there is one implementation of every step, no hand-copied twin and no thread
+hop per call. What truly needs an event loop (an LLM summarizer's HTTP call,
+``fold_many``'s concurrency) runs on a private loop thread started on first use.
 """
 
 from __future__ import annotations
 
-import asyncio
-import threading
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from .context import Context
 from .engine import AsyncMemory, MessageLike, error_text
 from .errors import ConfigError
+from .inline import LoopThread, run_inline
 from .messages import StoredMessage
 from .outcomes import AddResult, BatchResult, FoldOutcome, Usage
 from .policy import SessionStats
@@ -35,40 +37,23 @@ T = TypeVar("T")
 
 class Memory:
     """Bounded conversation memory, synchronous. Same arguments and methods as
-    :class:`AsyncMemory`, whose coroutines it runs on a private event-loop thread.
+    :class:`AsyncMemory`, whose steps it runs in the calling thread.
 
-    Calling it from inside a running event loop works but blocks that loop; use
-    ``AsyncMemory`` there.
+    Works inside a running event loop too (Jupyter): a call blocks that loop for its
+    duration, like any synchronous call; use ``AsyncMemory`` to keep the loop free.
+    One ``Memory`` may be shared by threads: stores serialise their own I/O.
     """
 
     def __init__(self, store: Store | str | None = None, **options: Any) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self._loop.run_forever, name="contextfold-loop", daemon=True
-        )
-        self._thread.start()
-        try:
-            self._async: AsyncMemory = self._run_sync_factory(lambda: AsyncMemory(store, **options))
-        except BaseException:
-            self._stop()
-            raise
+        self._loop = LoopThread()
+        self._closed = False
+        self._async: AsyncMemory = AsyncMemory(store, **options)
 
-    def _run_sync_factory(self, make: Callable[[], AsyncMemory]) -> AsyncMemory:
-        async def build() -> AsyncMemory:
-            return make()
-
-        return self._run(build())
-
-    def _run(self, coro: Awaitable[T]) -> T:
-        if not self._thread.is_alive():
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        if self._closed:
+            coro.close()
             raise ConfigError("this Memory is closed")
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()  # type: ignore[arg-type]
-
-    def _stop(self) -> None:
-        if self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join()
-        self._loop.close()
+        return run_inline(coro, self._loop)
 
     @property
     def engine(self) -> AsyncMemory:
@@ -96,7 +81,11 @@ class Memory:
         force: bool = False,
         key: Callable[[str], str] | None = None,
     ) -> BatchResult:
-        return self._run(
+        """Concurrent folds need an event loop: the batch runs on the private loop thread
+        (one hop per batch)."""
+        if self._closed:
+            raise ConfigError("this Memory is closed")
+        return self._loop.run(
             self._async.fold_many(session_ids, concurrency=concurrency, force=force, key=key)
         )
 
@@ -139,9 +128,12 @@ class Memory:
         return self._run(self._async.restore(session_id, text))
 
     def close(self) -> None:
-        if self._thread.is_alive():
-            self._run(self._async.close())
-            self._stop()
+        if not self._closed:
+            try:
+                self._run(self._async.close())
+            finally:
+                self._closed = True
+                self._loop.stop()
 
     def __enter__(self) -> Memory:
         return self
@@ -151,7 +143,7 @@ class Memory:
 
     def __del__(self) -> None:
         try:
-            if self._thread.is_alive():
+            if not self._closed:
                 self.close()
         except Exception:
             pass

@@ -1,15 +1,19 @@
 """The in-process reference store: plain dicts, same contract as every other store.
 
 Each method runs to completion without awaiting, so on one event loop every operation is
-atomic. Nothing survives the process.
+atomic; a lock makes it atomic across threads too (the sync ``Memory`` runs steps in its
+callers' threads). Nothing survives the process.
 """
 
 from __future__ import annotations
 
+import functools
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from ..errors import ConfigError, ConflictError
 from ..messages import StoredMessage
@@ -27,6 +31,22 @@ from .base import (
 )
 
 __all__ = ["MemoryStore"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _atomic(
+    method: Callable[Concatenate[MemoryStore, P], Coroutine[Any, Any, T]],
+) -> Callable[Concatenate[MemoryStore, P], Coroutine[Any, Any, T]]:
+    """Run the (never-suspending) method under the store's lock."""
+
+    async def locked(self: MemoryStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        with self._lock:
+            return await method(self, *args, **kwargs)
+
+    functools.update_wrapper(locked, method)
+    return locked
 
 
 @dataclass
@@ -52,6 +72,7 @@ class MemoryStore:
         self._ledger: list[LedgerEntry] = []
         self._next_ledger_id = 1
         self._vault: dict[str, dict[str, str]] = {}  # session -> placeholder -> value
+        self._lock = threading.RLock()
 
     def __repr__(self) -> str:
         return f"MemoryStore(retention={self.retention!r})"
@@ -59,6 +80,7 @@ class MemoryStore:
     async def setup(self) -> None:
         return None
 
+    @_atomic
     async def append(
         self, session_id: str, items: Sequence[PreparedMessage], now: datetime
     ) -> AppendResult:
@@ -76,6 +98,7 @@ class MemoryStore:
         sess.stats = plan.result.stats
         return plan.result
 
+    @_atomic
     async def stats(self, session_id: str) -> SessionStats | None:
         sess = self._sessions.get(session_id)
         return sess.stats if sess else None
@@ -89,12 +112,14 @@ class MemoryStore:
         stats = sess.stats
         return [msgs[s] for s in range(stats.through_seq + 1, stats.last_seq + 1) if s in msgs]
 
+    @_atomic
     async def snapshot(self, session_id: str) -> Snapshot | None:
         sess = self._sessions.get(session_id)
         if sess is None:
             return None
         return Snapshot(sess.stats, sess.summary, await self.live(session_id))
 
+    @_atomic
     async def messages(
         self,
         session_id: str,
@@ -118,6 +143,7 @@ class MemoryStore:
         sess = self._sessions.get(session_id)
         return sess.summary if sess else None
 
+    @_atomic
     async def commit_fold(self, commit: FoldCommit, entry: LedgerEntry) -> Summary:
         sess = self._sessions.get(commit.session_id)
         if sess is None:
@@ -169,14 +195,17 @@ class MemoryStore:
         self._ledger.append(replace(entry, id=lid))
         return lid
 
+    @_atomic
     async def record_attempt(self, entry: LedgerEntry) -> int:
         return self._add_ledger(entry)
 
+    @_atomic
     async def record_usage(self, session_id: str, input_tokens: int) -> None:
         sess = self._sessions.get(session_id)
         if sess is not None:
             sess.stats = replace(sess.stats, reported_input_tokens=input_tokens)
 
+    @_atomic
     async def ledger(
         self, session_id: str | None = None, *, limit: int | None = 100
     ) -> list[LedgerEntry]:
@@ -185,6 +214,7 @@ class MemoryStore:
         ]
         return rows if limit is None else rows[:limit]
 
+    @_atomic
     async def list_sessions(
         self, *, limit: int | None = 100, offset: int = 0
     ) -> list[SessionStats]:
@@ -196,6 +226,7 @@ class MemoryStore:
         rows = rows[offset:]
         return rows if limit is None else rows[:limit]
 
+    @_atomic
     async def delete(self, session_id: str, *, if_last_seq: int | None = None) -> bool:
         sess = self._sessions.get(session_id)
         if sess is None:
@@ -207,9 +238,11 @@ class MemoryStore:
         self._vault.pop(session_id, None)
         return True
 
+    @_atomic
     async def vault_get(self, session_id: str) -> dict[str, str]:
         return dict(self._vault.get(session_id, {}))
 
+    @_atomic
     async def vault_put(self, session_id: str, entries: Mapping[str, str]) -> None:
         vault = self._vault.setdefault(session_id, {})
         for placeholder, value in entries.items():
@@ -229,11 +262,13 @@ class MemoryStore:
         if as_of_seq >= sess.due_seq:
             sess.due_at, sess.due_seq = due_at, as_of_seq
 
+    @_atomic
     async def mark_due(self, session_id: str, due_at: datetime | None, *, as_of_seq: int) -> None:
         sess = self._sessions.get(session_id)
         if sess is not None:
             self._mark(sess, due_at, as_of_seq)
 
+    @_atomic
     async def claim_due(self, owner: str, *, limit: int, lease_seconds: float) -> list[Lease]:
         now = datetime.now(timezone.utc)
         due = sorted(
@@ -252,6 +287,7 @@ class MemoryStore:
             leases.append(sess.lease)
         return leases
 
+    @_atomic
     async def renew(self, lease: Lease, *, lease_seconds: float) -> Lease | None:
         sess = self._sessions.get(lease.session_id)
         if sess is None or not self._holds(sess, lease):
@@ -260,6 +296,7 @@ class MemoryStore:
         sess.lease = replace(lease, expires_at=expires)
         return sess.lease
 
+    @_atomic
     async def release(self, lease: Lease, *, due_at: datetime | None, as_of_seq: int) -> bool:
         sess = self._sessions.get(lease.session_id)
         if (
@@ -273,6 +310,7 @@ class MemoryStore:
         self._mark(sess, due_at, as_of_seq)
         return True
 
+    @_atomic
     async def list_due(self, *, limit: int | None = 100) -> list[tuple[str, datetime]]:
         rows = sorted((s.due_at, sid) for sid, s in self._sessions.items() if s.due_at is not None)
         out = [(sid, at) for at, sid in rows]

@@ -1,9 +1,11 @@
 """PostgreSQL store: many processes on many machines share the sessions.
 
-psycopg 3 with an async pool (sync use goes through ``Memory``). Same schema concepts as
-SQLite (``sessions`` with running totals and the ``through_seq`` cursor, ``messages``,
-``ledger``) in a PostgreSQL schema of its own, migrated by :meth:`PostgresStore.setup`
-under an advisory lock so any number of processes may call it at once.
+psycopg 3 with an async pool; a step the synchronous ``Memory`` runs inline uses a
+synchronous pool instead (:mod:`.postgres_inline`), through the very same transaction
+code. Same schema concepts as SQLite (``sessions`` with running totals and the
+``through_seq`` cursor, ``messages``, ``ledger``) in a PostgreSQL schema of its own,
+migrated by :meth:`PostgresStore.setup` under an advisory lock so any number of
+processes may call it at once.
 
 Locking: a write locks its one ``sessions`` row first (``FOR UPDATE``), then messages, so
 locks are taken in one order and held for a few statements. No transaction spans a
@@ -17,12 +19,14 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
-from ..errors import ConfigError, ConflictError, ContextFoldError, StorageError
+from ..errors import ConfigError, ContextFoldError, StorageError
+from ..inline import inline, run_elsewhere
 from ..messages import StoredMessage
 from ..policy import SessionStats
 from .base import (
@@ -44,6 +48,7 @@ from .postgres_schema import (
     MIGRATIONS,
     SESSION_COLS,
     SESSION_COLS_S,
+    explain_commit_miss,
     ledger_params,
 )
 from .rows import (
@@ -57,7 +62,9 @@ from .rows import (
 try:
     import psycopg
     from psycopg import sql
-    from psycopg_pool import AsyncConnectionPool, PoolTimeout
+    from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
+
+    from .postgres_inline import InlineConn, open_sync_pool
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ConfigError(
         'the PostgreSQL store needs psycopg 3: pip install "contextfold[postgres]"'
@@ -111,6 +118,8 @@ class PostgresStore:
         }
         self._pool: AsyncConnectionPool[Conn] | None = None
         self._pool_lock: asyncio.Lock | None = None
+        self._sync_pool: ConnectionPool[psycopg.Connection[tuple[Any, ...]]] | None = None
+        self._sync_pool_lock = threading.Lock()
         self._closed = False
         self._decoder = MessageDecoder()
 
@@ -119,11 +128,43 @@ class PostgresStore:
 
     # -- plumbing --------------------------------------------------------------------------
 
+    def _session_settings(self) -> list[sql.Composed | sql.SQL]:
+        out: list[sql.Composed | sql.SQL] = [
+            sql.SQL("SET {} = {}").format(sql.SQL(name), sql.Literal(value))
+            for name, value in self._settings.items()
+        ]
+        out.append(sql.SQL("SET TIME ZONE 'UTC'"))
+        out.append(sql.SQL("SET search_path = {}").format(sql.Identifier(self.schema)))
+        return out
+
     async def _configure(self, conn: Conn) -> None:
-        for name, value in self._settings.items():
-            await conn.execute(sql.SQL("SET {} = {}").format(sql.SQL(name), sql.Literal(value)))
-        await conn.execute("SET TIME ZONE 'UTC'")
-        await conn.execute(sql.SQL("SET search_path = {}").format(sql.Identifier(self.schema)))
+        for statement in self._session_settings():
+            await conn.execute(statement)
+
+    def _configure_sync(self, conn: psycopg.Connection[tuple[Any, ...]]) -> None:
+        for statement in self._session_settings():
+            conn.execute(statement)
+
+    def _get_sync_pool(self) -> ConnectionPool[psycopg.Connection[tuple[Any, ...]]]:
+        """The synchronous pool of a step run inline (the sync ``Memory``), opened on
+        first use; same settings as the async pool."""
+        if self._closed:
+            raise StorageError(f"{self!r} is closed")
+        with self._sync_pool_lock:
+            if self._sync_pool is None:
+                try:
+                    self._sync_pool = open_sync_pool(
+                        self.url,
+                        size=self.pool_size,
+                        timeout=self.connect_timeout,
+                        configure=self._configure_sync,
+                        name=f"contextfold-{self.schema}-sync",
+                    )
+                except (psycopg.Error, PoolTimeout) as exc:
+                    raise StorageError(
+                        f"cannot connect to PostgreSQL at {_redact(self.url)!r}: {exc}"
+                    ) from exc
+            return self._sync_pool
 
     async def _get_pool(self) -> AsyncConnectionPool[Conn]:
         if self._closed:
@@ -159,12 +200,28 @@ class PostgresStore:
         ``single``: ``fn`` runs exactly one statement, which autocommit already makes a
         transaction of its own — saves the BEGIN and COMMIT round trips.
         """
+        if inline():  # the sync front: the same ``fn`` on a synchronous connection
+            return await self._tx_inline(fn, single)
         pool = await self._get_pool()
         try:
             async with pool.connection() as conn:
                 if single:
                     return await fn(conn)
                 async with conn.transaction():
+                    return await fn(conn)
+        except ContextFoldError:
+            raise
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise StorageError(f"PostgreSQL error on {self!r}: {exc}") from exc
+
+    async def _tx_inline(self, fn: Callable[[Conn], Awaitable[T]], single: bool) -> T:
+        pool = self._get_sync_pool()
+        try:
+            with pool.connection() as sync_conn:
+                conn = cast(Conn, InlineConn(sync_conn))
+                if single:
+                    return await fn(conn)
+                with sync_conn.transaction():
                     return await fn(conn)
         except ContextFoldError:
             raise
@@ -287,46 +344,12 @@ class PostgresStore:
         async def do(conn: Conn) -> Summary:
             cur = await conn.execute(COMMIT_FOLD, params)
             if await cur.fetchone() is None:
-                await self._why_not(conn, commit)
+                await explain_commit_miss(conn, commit)
             return Summary(
                 commit.text, commit.hi, commit.expected_version + 1, commit.tokens, entry.started_at
             )
 
         return await self._tx(do, single=True)
-
-    async def _why_not(self, conn: Conn, commit: FoldCommit) -> None:
-        """Raise the error that explains why the commit statement matched nothing."""
-        cur = await conn.execute(
-            "SELECT s.summary_version, s.through_seq, s.last_seq, s.lease_owner, "
-            "s.lease_token, s.lease_expires > now(), (SELECT count(*) FROM messages m "
-            "WHERE m.session_id = s.session_id AND m.seq BETWEEN %s AND %s) "
-            "FROM sessions s WHERE s.session_id = %s",
-            (commit.lo, commit.hi, commit.session_id),
-        )
-        row = await cur.fetchone()
-        sid = commit.session_id
-        if row is None:
-            raise ConflictError(f"session {sid!r} no longer exists")
-        version, through, last, owner, token, unexpired, count = row
-        lease = commit.lease
-        if lease is not None and (owner, token, unexpired) != (lease.owner, lease.token, True):
-            raise ConflictError(
-                f"lease {lease.token} of {lease.owner!r} on session {sid!r} "
-                "expired or was taken over; the fold is fenced off"
-            )
-        if version != commit.expected_version:
-            raise ConflictError(
-                f"session {sid!r} summary is at version {version}, "
-                f"the fold started from {commit.expected_version}"
-            )
-        if commit.lo != through + 1 or not (commit.lo <= commit.hi <= last):
-            raise ConflictError(
-                f"fold span {commit.lo}..{commit.hi} does not start at the first live "
-                f"message {through + 1} or passes the last {last}"
-            )
-        if count != commit.hi - commit.lo + 1:
-            raise StorageError(f"session {sid!r} is missing messages in {commit.lo}..{commit.hi}")
-        raise ConflictError(f"session {sid!r} changed while the fold committed")
 
     async def record_attempt(self, entry: LedgerEntry) -> int:
         async def do(conn: Conn) -> int:
@@ -563,8 +586,12 @@ class PostgresStore:
     async def close(self) -> None:
         self._closed = True
         pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.close()
+        with self._sync_pool_lock:
+            sync_pool, self._sync_pool = self._sync_pool, None
+        if sync_pool is not None:
+            sync_pool.close()
+        if pool is not None:  # opened on a loop: closed there (inline: the loop thread)
+            await run_elsewhere(pool.close())
 
 
 class _NothingToWrite(Exception):

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import LedgerEntry
+from ..errors import ConflictError, StorageError
+from .base import FoldCommit, LedgerEntry
 from .rows import LEDGER_COLUMNS, ledger_values
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "SESSION_COLS",
     "SESSION_COLS_S",
     "STARTED_AT",
+    "explain_commit_miss",
     "ledger_params",
 ]
 
@@ -178,3 +180,38 @@ def ledger_params(entry: LedgerEntry) -> tuple[Any, ...]:
     values = list(ledger_values(entry))
     values[STARTED_AT] = entry.started_at  # a real timestamptz, not text
     return tuple(values)
+
+
+async def explain_commit_miss(conn: Any, commit: FoldCommit) -> None:
+    """Raise the error that explains why the commit statement matched nothing."""
+    cur = await conn.execute(
+        "SELECT s.summary_version, s.through_seq, s.last_seq, s.lease_owner, "
+        "s.lease_token, s.lease_expires > now(), (SELECT count(*) FROM messages m "
+        "WHERE m.session_id = s.session_id AND m.seq BETWEEN %s AND %s) "
+        "FROM sessions s WHERE s.session_id = %s",
+        (commit.lo, commit.hi, commit.session_id),
+    )
+    row = await cur.fetchone()
+    sid = commit.session_id
+    if row is None:
+        raise ConflictError(f"session {sid!r} no longer exists")
+    version, through, last, owner, token, unexpired, count = row
+    lease = commit.lease
+    if lease is not None and (owner, token, unexpired) != (lease.owner, lease.token, True):
+        raise ConflictError(
+            f"lease {lease.token} of {lease.owner!r} on session {sid!r} "
+            "expired or was taken over; the fold is fenced off"
+        )
+    if version != commit.expected_version:
+        raise ConflictError(
+            f"session {sid!r} summary is at version {version}, "
+            f"the fold started from {commit.expected_version}"
+        )
+    if commit.lo != through + 1 or not (commit.lo <= commit.hi <= last):
+        raise ConflictError(
+            f"fold span {commit.lo}..{commit.hi} does not start at the first live "
+            f"message {through + 1} or passes the last {last}"
+        )
+    if count != commit.hi - commit.lo + 1:
+        raise StorageError(f"session {sid!r} is missing messages in {commit.lo}..{commit.hi}")
+    raise ConflictError(f"session {sid!r} changed while the fold committed")

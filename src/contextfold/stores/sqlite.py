@@ -3,7 +3,9 @@
 WAL journal, ``BEGIN IMMEDIATE`` for every write (so two writers never deadlock on a lock
 upgrade), a busy timeout, numbered migrations applied by an idempotent :meth:`setup`.
 All database work of one store runs on one dedicated thread (one writer per process);
-the async methods hand work to it. Folded messages are marked by the session's
+the async methods hand work to it. A step run inline by the synchronous ``Memory``
+(:mod:`contextfold.inline`) does the same work in the caller's thread, under the same
+lock. Folded messages are marked by the session's
 ``through_seq`` cursor, which the fold commit moves in the same transaction that writes
 the summary — so "folded" can never disagree with "covered by the summary".
 """
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..errors import ConfigError, ConflictError, ContextFoldError, StorageError
+from ..inline import inline
 from ..messages import StoredMessage
 from ..policy import SessionStats
 from . import sqlite_schema as schema
@@ -125,6 +128,8 @@ class SQLiteStore:
                 except sqlite3.Error as exc:
                     raise StorageError(f"SQLite error on {self.path!r}: {exc}") from exc
 
+        if inline():  # the sync front: same work, the caller's thread, no hop
+            return run()
         return await asyncio.get_running_loop().run_in_executor(self._executor, run)
 
     async def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:

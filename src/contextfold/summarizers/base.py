@@ -49,7 +49,13 @@ class SummaryResult:
 
 @runtime_checkable
 class Summarizer(Protocol):
-    """Writes the new rolling summary."""
+    """Writes the new rolling summary.
+
+    Optional attributes the engine reads: ``needs_redaction`` (False: it sends nothing
+    anywhere) and ``runs_inline`` (True: ``summarize`` never awaits real I/O, so the
+    synchronous ``Memory`` may run it in the caller's thread; otherwise the sync front
+    runs it on its private event-loop thread, one hop per call).
+    """
 
     @property
     def name(self) -> str:

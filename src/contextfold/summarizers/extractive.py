@@ -83,6 +83,8 @@ class ExtractiveSummarizer:
 
     #: Runs locally and sends nothing anywhere: its input need not be redacted.
     needs_redaction = False
+    #: Never waits on I/O: the sync ``Memory`` runs it in the caller's thread.
+    runs_inline = True
 
     def __init__(
         self,

@@ -1,0 +1,120 @@
+"""PostgreSQL for a step run inline (:mod:`contextfold.inline`): a synchronous psycopg
+connection seen through the few async-connection methods the store's transactions use.
+
+``PostgresStore`` writes every transaction once, as ``async def do(conn)``. On the async
+front ``conn`` is a psycopg ``AsyncConnection``; when the synchronous ``Memory`` runs a
+step inline, ``conn`` is an :class:`InlineConn` over a pooled synchronous connection, whose
+``execute``/``fetchone``/``fetchall`` return already-done awaitables
+(:class:`~contextfold.inline.Ready`), so the same ``do`` runs in the caller's thread
+without suspending. Only the methods the store uses are here; anything else is a bug
+caught by the store tests, which run every store on both fronts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from types import TracebackType
+from typing import Any
+
+import psycopg
+import psycopg.sql
+from psycopg_pool import ConnectionPool
+
+from ..inline import Ready
+
+__all__ = ["InlineConn", "InlineCursor", "open_sync_pool"]
+
+Row = tuple[Any, ...]
+Query = str | bytes | psycopg.sql.SQL | psycopg.sql.Composed
+
+
+class InlineCursor:
+    """A synchronous cursor with the async cursor's awaitable methods."""
+
+    __slots__ = ("_cur",)
+
+    def __init__(self, cur: psycopg.Cursor[Row]) -> None:
+        self._cur = cur
+
+    @property
+    def rowcount(self) -> int:
+        return self._cur.rowcount
+
+    def fetchone(self) -> Ready[Row | None]:
+        return Ready(self._cur.fetchone())
+
+    def fetchall(self) -> Ready[list[Row]]:
+        return Ready(self._cur.fetchall())
+
+    def executemany(self, query: Query, params: Iterable[Sequence[Any]]) -> Ready[None]:
+        self._cur.executemany(query, params)
+        return Ready(None)
+
+    async def __aenter__(self) -> InlineCursor:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._cur.close()
+
+
+class _InlineTransaction:
+    __slots__ = ("_tx",)
+
+    def __init__(self, conn: psycopg.Connection[Row]) -> None:
+        self._tx = conn.transaction()
+
+    async def __aenter__(self) -> None:
+        self._tx.__enter__()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        return self._tx.__exit__(exc_type, exc, tb)
+
+
+class InlineConn:
+    """A synchronous connection with the async connection's awaitable methods."""
+
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: psycopg.Connection[Row]) -> None:
+        self._conn = conn
+
+    def execute(self, query: Query, params: Any = None) -> Ready[InlineCursor]:
+        return Ready(InlineCursor(self._conn.execute(query, params)))
+
+    def cursor(self) -> InlineCursor:
+        return InlineCursor(self._conn.cursor())
+
+    def transaction(self) -> _InlineTransaction:
+        return _InlineTransaction(self._conn)
+
+
+def open_sync_pool(
+    url: str,
+    *,
+    size: int,
+    timeout: float,
+    configure: Callable[[psycopg.Connection[Row]], None],
+    name: str,
+) -> ConnectionPool[psycopg.Connection[Row]]:
+    """An open synchronous autocommit pool (driver errors propagate; the store translates)."""
+    pool: ConnectionPool[psycopg.Connection[Row]] = ConnectionPool(
+        url,
+        min_size=1,
+        max_size=size,
+        open=False,
+        kwargs={"autocommit": True},
+        configure=configure,
+        timeout=timeout,
+        name=name,
+    )
+    try:
+        pool.open(wait=True, timeout=timeout)
+    except BaseException:
+        pool.close()
+        raise
+    return pool
