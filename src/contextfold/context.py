@@ -26,15 +26,18 @@ must not turn a valid conversation into an invalid one.
 from __future__ import annotations
 
 import functools
+import threading
 from bisect import bisect_left, bisect_right
+from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .elision import elide
 from .errors import ConfigError, ValidationError
 from .masking import Masking, mask_call, stand_in
 from .messages import Message, StoredMessage, ToolCall
+from .policy import SessionStats
 from .tokens import REPLY_PRIMING_TOKENS, TokenCounter, count_message
 
 __all__ = [
@@ -42,6 +45,7 @@ __all__ = [
     "SUMMARY_HEADER",
     "Context",
     "LiveView",
+    "ViewCache",
     "build_context",
     "render_summary",
 ]
@@ -422,3 +426,98 @@ class LiveView:
             f"within the budget of {budget} tokens even cut down: its framing and tool calls "
             "alone are too large; raise max_tokens"
         )
+
+    def masked_live(self) -> list[StoredMessage]:
+        """The live messages with the token counts they cost as shown (stand-ins for masked
+        results): what a fold policy plans with when masking is on. O(live); for folds."""
+        b = self._boundary()
+        out = list(self.items)
+        for i in range(b):
+            tokens = self._view[i + 1] - self._view[i]
+            if tokens != out[i].tokens:
+                out[i] = replace(out[i], tokens=tokens)
+        return out
+
+
+class ViewCache:
+    """One :class:`LiveView` per session for an engine, least recently used evicted.
+
+    Thread-safe: the sync front runs in its callers' threads, so each view has a lock
+    (view code never awaits, so a thread lock is safe on the event loop too).
+    """
+
+    def __init__(self, counter: TokenCounter, masking: Masking | None, size: int = 1024) -> None:
+        self.counter = counter
+        self.masking = masking
+        self.size = size
+        self._views: OrderedDict[str, tuple[threading.Lock, LiveView]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _get(self, session_id: str, create: bool = True) -> tuple[threading.Lock, LiveView] | None:
+        with self._lock:
+            hit = self._views.get(session_id)
+            if hit is not None:
+                self._views.move_to_end(session_id)
+            elif create:
+                view = LiveView(self.counter, self.masking)
+                hit = self._views[session_id] = (threading.Lock(), view)
+                while len(self._views) > self.size:
+                    self._views.popitem(last=False)
+            return hit
+
+    def forget(self, session_id: str) -> None:
+        with self._lock:
+            self._views.pop(session_id, None)
+
+    def build(self, session_id: str, live: Sequence[StoredMessage], **options: Any) -> Context:
+        """Sync the session's view with ``live`` and build a context (see
+        :meth:`LiveView.build` for ``options``)."""
+        hit = self._get(session_id)
+        assert hit is not None
+        with hit[0]:
+            hit[1].sync(live)
+            return hit[1].build(**options)
+
+    def extend(self, session_id: str, appended: Sequence[StoredMessage]) -> None:
+        """Take in messages just appended, if the session's view is exactly one append
+        behind (otherwise the next :meth:`build` re-syncs from the store)."""
+        hit = self._get(session_id, create=False)
+        if hit is None or not appended:
+            return
+        with hit[0]:
+            view = hit[1]
+            if view.items and view.items[-1].seq + 1 == appended[0].seq:
+                for item in appended:
+                    view._push(item)
+
+    def masked_stats(self, session_id: str, stats: SessionStats) -> SessionStats:
+        """``stats`` with ``live_tokens`` as the live messages cost shown with masking, when
+        this process's view of the session is current; else ``stats`` unchanged."""
+        if self.masking is None:
+            return stats
+        hit = self._get(session_id, create=False)
+        if hit is None:
+            return stats
+        with hit[0]:
+            view = hit[1]
+            if (
+                not view.items
+                or view.items[-1].seq != stats.last_seq
+                or view.items[0].seq != stats.through_seq + 1
+                or view._full[-1] != stats.live_tokens
+            ):
+                return stats
+            return replace(stats, live_tokens=view.masked_tokens)
+
+    def masked_plan_input(
+        self, session_id: str, stats: SessionStats, live: Sequence[StoredMessage]
+    ) -> tuple[SessionStats, Sequence[StoredMessage]]:
+        """(stats, live) as a policy should see them with masking on: sizes as shown."""
+        if self.masking is None or not live:
+            return stats, live
+        hit = self._get(session_id)
+        assert hit is not None
+        with hit[0]:
+            view = hit[1]
+            view.sync(live)
+            return replace(stats, live_tokens=view.masked_tokens), view.masked_live()
