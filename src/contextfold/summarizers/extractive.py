@@ -3,13 +3,18 @@
 :class:`ExtractiveSummarizer` needs no model, no network and no download. A fold works on
 *facts* (sentences with a speaker and a day, see :mod:`.facts`):
 
-1. **Parse** the previous summary back into facts, and split the folded messages into
-   sentences attributed to ``message.name`` (else the role) and dated by the message
-   timestamp.
+1. **Parse** the previous summary back into facts. Detect the span's language
+   (:mod:`.languages`). Turn the folded messages into *utterances*: consecutive short
+   messages by one speaker (a burst of chat lines) are one utterance, and speaker names
+   are canonical across case and short forms ("jess", "Jess" and "Jessica" are one
+   person, see :class:`Speakers`). Split utterances into sentences attributed to the
+   speaker and dated by the message timestamp.
 2. **Compress** each sentence: drop greetings, interjections, intensifiers and hedges;
-   a sentence left with nothing is chit-chat and goes.
+   a sentence left with nothing is chit-chat and goes. Relative dates ("yesterday",
+   "next Friday", "dün") get their absolute date appended (:mod:`.dates`).
 3. **De-duplicate**: a sentence repeated, or whose content words are all contained in
-   another sentence of the same speaker, is merged into the earliest fuller one.
+   another sentence of the same speaker, is merged into the earliest fuller one. A fact
+   a later one corrects is dropped (:mod:`.corrections`).
 4. **Score** (:mod:`.salience`): content words weighted by rarity in the span, raised for
    names, places, numbers and dates, lowered for tone words; a bonus for life events,
    plans and preferences; questions count less than statements.
@@ -21,20 +26,28 @@
    until the text fits: the result is never over ``request.max_tokens``.
 
 Each step except parsing and rendering can be switched off (constructor flags), which is
-how ``benchmarks/retention.py`` measures what each one contributes.
+how ``benchmarks/retention.py`` measures what each one contributes; every weight and
+threshold is a field of :class:`~.weights.Weights`, chosen by cross-validation.
+
+Tool traffic: an assistant message with ``tool_calls`` and a ``tool`` message are never
+merged into a burst; each is one utterance of its own, whose facts :meth:`_unit_facts`
+makes (today: its text, like any message; agent-state extraction hooks in there).
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from ..errors import SummarizationError
-from ..messages import StoredMessage, render_text
+from ..messages import Message, StoredMessage, render_text
 from ..tokens import TokenCounter
 from .base import SummaryRequest, SummaryResult
+from .corrections import is_correction, supersede
+from .dates import DateResolver, dates_available, resolver_for
 from .facts import (
     Fact,
     clean_speaker,
@@ -43,24 +56,65 @@ from .facts import (
     render_summary_text,
     sentence_text,
 )
-from .salience import compress, content_words, features, split_sentences
+from .languages import Language, detect_language, get_language
+from .salience import compress, content_words, features, split_sentences, words
+from .weights import DEFAULT_WEIGHTS, Weights
 
-__all__ = ["NO_FACTS", "ExtractiveSummarizer"]
+__all__ = ["NO_FACTS", "ExtractiveSummarizer", "Speakers", "Utterance"]
 
 #: The summary written when nothing informative has been said yet (never parsed as a fact).
 NO_FACTS = "(no facts recorded yet)"
 #: Longest sentence kept whole, in characters; longer ones (pasted logs, tool output) are cut.
 MAX_FACT_CHARS = 320
-_DAY_WEIGHT = 3.0
-_CUE_WEIGHT = 0.5
-_MAX_CUES = 3
-_FIRST_PERSON_BONUS = 0.3
-_QUESTION_FACTOR = 0.5
-_REACTION_FACTOR = 0.5
-_GENERIC_FACTOR = 0.6
-_FACT_COST = 3
-_MIN_GAIN = 0.25
-_RARITY_POWER = 1.0
+#: A burst stops growing at this many words (it is one utterance, not a monologue).
+MAX_BURST_WORDS = 60
+_TERMINAL = (".", "!", "?", "…", "。", "！", "？")
+
+
+@dataclass(frozen=True, slots=True)
+class Utterance:
+    """What one speaker said in one go: a message, or a burst of short ones. ``seq`` is
+    the first message's; ``timestamp`` the first message's time."""
+
+    seq: int
+    message: Message
+    speaker: str | None
+    text: str
+    timestamp: datetime | None
+
+
+class Speakers:
+    """Canonical speaker labels across case and short forms.
+
+    ``jess`` is shown as ``Jess``; a name that is the start of exactly one longer name in
+    the session ("Mel" and "Melanie", "jess" and "Jessica") is that person. A name given
+    in lower case is capitalised; one with any capital is kept as written. Nicknames
+    that are not a prefix ("Bob" for "Robert") stay separate speakers.
+    """
+
+    def __init__(self, names: Iterable[str]) -> None:
+        display: dict[str, str] = {}
+        for name in names:
+            key = name.lower()
+            if key not in display or (display[key].islower() and not name.islower()):
+                display[key] = name if not name.islower() else name.title()
+        self._canon: dict[str, str] = {}
+        for key, shown in display.items():
+            longer = [k for k in display if k != key and k.startswith(key)]
+            if len(key) >= 3 and len(longer) == 1:
+                self._canon[key] = display[longer[0]]
+            else:
+                self._canon[key] = shown
+
+    def canonical(self, name: str | None) -> str | None:
+        cleaned = clean_speaker(name)
+        if cleaned is None:
+            return None
+        return self._canon.get(cleaned.lower(), cleaned)
+
+    def lowered(self) -> list[str]:
+        """Every known form, lower-cased (for dropping a name addressed to someone)."""
+        return sorted(set(self._canon) | {v.lower() for v in self._canon.values()})
 
 
 @dataclass(slots=True)
@@ -94,20 +148,36 @@ class ExtractiveSummarizer:
         salience: bool = True,
         coverage: bool = True,
         dates: bool = True,
+        bursts: bool = True,
+        corrections: bool = True,
+        resolve_dates: bool | None = None,
+        language: str | None = None,
+        weights: Weights = DEFAULT_WEIGHTS,
     ) -> None:
+        """``resolve_dates``: append absolute dates to relative ones; ``None`` (default)
+        does when the ``dates`` extra (dateparser) is installed, ``True`` requires it.
+        ``language``: ISO 639-1 code of the conversation; ``None`` detects it per fold."""
+        if resolve_dates and not dates_available():
+            raise ImportError(
+                "resolving relative dates needs dateparser: pip install \"contextfold[dates]\""
+            )
         self.compress = compress
         self.dedupe = dedupe
         self.salience = salience
         self.coverage = coverage
         self.dates = dates
+        self.bursts = bursts
+        self.corrections = corrections
+        self.resolve_dates = dates_available() if resolve_dates is None else resolve_dates
+        self.language = language
+        self.weights = weights
 
     @property
     def name(self) -> str:
         return "extractive"
 
     def __repr__(self) -> str:
-        off = [k for k in ("compress", "dedupe", "salience", "coverage", "dates")
-               if not getattr(self, k)]
+        off = [k for k in _TECHNIQUES if not getattr(self, k)]
         return "ExtractiveSummarizer()" if not off else f"ExtractiveSummarizer(off={off!r})"
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
@@ -131,37 +201,103 @@ class ExtractiveSummarizer:
         tokens by ``counter``. Raises ``SummarizationError`` only when even one word
         cannot fit."""
         facts = [f for f in parse_summary(previous) if f.text != NO_FACTS]
-        names = {f.speaker for f in facts if f.speaker}
-        names.update(m.message.name for m in messages if m.message.name)
-        for item in messages:
-            facts.extend(self._message_facts(item, names))
+        names = [f.speaker for f in facts if f.speaker]
+        names += [m.message.name for m in messages if m.message.name]
+        speakers = Speakers(names)
+        lang = (
+            get_language(self.language)
+            if self.language
+            else detect_language(render_text(m.message) for m in messages)
+        )
+        resolver = resolver_for(lang.code) if self.resolve_dates and self.dates else None
+        lowered = speakers.lowered()
+        corrective: set[tuple[int, int, int]] = set()
+        for unit in self._utterances(messages, speakers):
+            facts.extend(self._unit_facts(unit, lowered, lang, resolver, corrective))
+        if self.corrections:
+            facts = supersede(facts, lang, corrective)
         if self.dedupe:
-            facts = _dedupe(facts)
-        speakers = {f.speaker for f in facts if f.speaker}
-        candidates = self._score(facts, speakers, counter)
+            facts = _dedupe(facts, lang)
+        candidates = self._score(facts, {f.speaker for f in facts if f.speaker}, lang, counter)
         chosen = self._select(candidates, max_tokens, counter)
         return _fit(chosen, candidates, max_tokens, counter)
 
     # -- steps ------------------------------------------------------------------------
 
-    def _message_facts(self, item: StoredMessage, names: set[str]) -> list[Fact]:
-        message = item.message
-        speaker = clean_speaker(message.name or message.role.capitalize())
-        day = day_of(message.timestamp) if self.dates else None
+    def _utterances(
+        self, messages: Sequence[StoredMessage], speakers: Speakers
+    ) -> list[Utterance]:
+        """One utterance per message, except that a burst (consecutive short messages by
+        one speaker, close in time) is one. Tool calls and results are never merged."""
+        out: list[Utterance] = []
+        open_words = 0
+        last_time: datetime | None = None
+        w = self.weights
+        for item in messages:
+            message = item.message
+            speaker = speakers.canonical(message.name or message.role.capitalize())
+            text = render_text(message)
+            n = len(words(text))
+            tool = message.role == "tool" or bool(message.tool_calls)
+            short = not tool and 0 < n <= w.burst_words
+            if self.bursts and short and out and open_words:
+                last = out[-1]
+                gap = _gap(last_time, message.timestamp)
+                if (
+                    last.speaker == speaker
+                    and last.message.role == message.role
+                    and gap is not None
+                    and gap <= w.burst_seconds
+                    and open_words + n <= MAX_BURST_WORDS
+                ):
+                    joiner = " " if last.text.rstrip().endswith(_TERMINAL) else ", "
+                    out[-1] = Utterance(last.seq, last.message, speaker,
+                                        last.text.rstrip() + joiner + text.strip(),
+                                        last.timestamp)
+                    open_words += n
+                    last_time = message.timestamp
+                    continue
+            out.append(Utterance(item.seq, message, speaker, text, message.timestamp))
+            open_words = n if short else 0
+            last_time = message.timestamp
+        return out
+
+    def _unit_facts(
+        self,
+        unit: Utterance,
+        names: list[str],
+        lang: Language,
+        resolver: DateResolver | None,
+        corrective: set[tuple[int, int, int]],
+    ) -> list[Fact]:
+        """The facts of one utterance: its sentences, compressed, relative dates made
+        absolute; the ``order`` of each fact that corrects an earlier one is added to
+        ``corrective``. (Agent-state extraction for tool calls/results hooks in here.)"""
+        day = day_of(unit.timestamp) if self.dates else None
+        english = lang.code == "en"
         out: list[Fact] = []
-        for k, sentence in enumerate(split_sentences(render_text(message))):
-            text = compress(sentence, names) if self.compress else sentence
+        for k, sentence in enumerate(split_sentences(unit.text)):
+            if self.compress:
+                text = compress(sentence, names, None if english else lang.function_words)
+            else:
+                text = sentence
             if not text:
                 continue
+            if resolver is not None and day is not None:
+                text = resolver.annotate(text, day)
             if len(text) > MAX_FACT_CHARS:
                 text = text[:MAX_FACT_CHARS].rsplit(" ", 1)[0].rstrip(" ,;:") + "…"
-            out.append(Fact(text, speaker, day, (1, item.seq, k)))
+            if self.corrections and is_correction(sentence, lang):
+                corrective.add((1, unit.seq, k))
+            out.append(Fact(text, unit.speaker, day, (1, unit.seq, k)))
         return out
 
     def _score(
-        self, facts: list[Fact], speakers: set[str], counter: TokenCounter
+        self, facts: list[Fact], speakers: set[str], lang: Language, counter: TokenCounter
     ) -> list[_Candidate]:
-        analysed = [features(f.text, speakers) for f in facts]
+        w = self.weights
+        fw = None if lang.code == "en" else lang.function_words
+        analysed = [features(f.text, speakers, w, fw) for f in facts]
         df: dict[str, int] = {}
         for feats in analysed:
             for term in feats.terms:
@@ -171,19 +307,19 @@ class ExtractiveSummarizer:
         for fact, feats in zip(facts, analysed, strict=True):
             terms = {
                 t: (m if self.salience else 1.0)
-                * (math.log(1 + len(facts) / df[t]) / norm) ** _RARITY_POWER
+                * (math.log(1 + len(facts) / df[t]) / norm) ** w.rarity
                 for t, m in feats.terms.items()
             }
             if self.dates and fact.day is not None:
-                terms[f"\x00day:{fact.day.isoformat()}"] = _DAY_WEIGHT
+                terms[f"\x00day:{fact.day.isoformat()}"] = w.day
             bonus, factor = 0.0, 1.0
             if self.salience:
-                bonus = _CUE_WEIGHT * min(feats.cues, _MAX_CUES)
-                bonus += _FIRST_PERSON_BONUS if feats.first_person else 0.0
-                factor = _QUESTION_FACTOR if feats.question else 1.0
-                factor *= _REACTION_FACTOR if feats.reaction else 1.0
+                bonus = w.cue * min(feats.cues, w.max_cues)
+                bonus += w.first_person if feats.first_person else 0.0
+                factor = w.question if feats.question else 1.0
+                factor *= w.reaction if feats.reaction else 1.0
                 if not (feats.cues or feats.entities or feats.numbers or feats.dates):
-                    factor *= _GENERIC_FACTOR
+                    factor *= w.generic
             tokens = counter.count(" " + sentence_text(fact.text))
             out.append(_Candidate(fact, terms, bonus, factor, max(1, tokens)))
         return out
@@ -219,7 +355,8 @@ class ExtractiveSummarizer:
         for i, c in enumerate(candidates):
             groups.setdefault((c.fact.day, c.fact.speaker), []).append(i)
         done: set[int] = set()
-        heap = [(-gain(c) / (cost(c) + _FACT_COST), i) for i, c in enumerate(candidates)]
+        fact_cost = self.weights.fact_cost
+        heap = [(-gain(c) / (cost(c) + fact_cost), i) for i, c in enumerate(candidates)]
         heapq.heapify(heap)
         while heap:
             _, i = heapq.heappop(heap)
@@ -230,12 +367,12 @@ class ExtractiveSummarizer:
             k = cost(c)
             if used + k > max_tokens:
                 continue
-            ratio = g / (k + _FACT_COST)
+            ratio = g / (k + fact_cost)
             if heap and ratio < -heap[0][0] - 1e-12:
                 heapq.heappush(heap, (-ratio, i))
                 continue
             done.add(i)
-            if g < _MIN_GAIN and chosen:
+            if g < self.weights.min_gain and chosen:
                 continue
             c.gain = g
             chosen.append(c)
@@ -248,16 +385,29 @@ class ExtractiveSummarizer:
                 for j in groups[key]:
                     if j not in done:
                         heapq.heappush(
-                            heap, (-gain(candidates[j]) / (cost(candidates[j]) + _FACT_COST), j)
+                            heap, (-gain(candidates[j]) / (cost(candidates[j]) + fact_cost), j)
                         )
         return chosen
 
 
-def _dedupe(facts: list[Fact]) -> list[Fact]:
+_TECHNIQUES = ("compress", "dedupe", "salience", "coverage", "dates", "bursts", "corrections")
+
+
+def _gap(last: datetime | None, when: datetime | None) -> float | None:
+    """Seconds between two messages; 0 when neither is timed, None when one is."""
+    if last is None and when is None:
+        return 0.0
+    if last is None or when is None:
+        return None
+    return abs((when - last).total_seconds())
+
+
+def _dedupe(facts: list[Fact], lang: Language) -> list[Fact]:
     """Drop exact repeats and facts whose content words are contained in another fact of
     the same speaker. The kept fact is the fuller one, at the earliest position either
     held (a fact repeated later keeps the day it was first said)."""
-    keys = [frozenset(content_words(f.text)) for f in facts]
+    fw = None if lang.code == "en" else lang.function_words
+    keys = [frozenset(content_words(f.text, fw)) for f in facts]
     alive = [True] * len(facts)
     seen: dict[tuple[str | None, frozenset[str]], int] = {}
     result = list(facts)

@@ -1,11 +1,14 @@
 """Sentence-level text analysis for the extractive summarizer: splitting, filler
 compression and salience features.
 
-Everything here is pure and deterministic, and uses only general knowledge of English
+Everything here is pure and deterministic, and uses only general knowledge of
 conversation (function words, interjections, evaluative words, cue words for life events,
 plans and preferences). Nothing is learned from, or tuned to, any particular transcript.
-Non-English text still works: it is split and weighted by rarity; only the English cue
-lists stop helping.
+Sentence splitting is script-aware (Latin/Cyrillic/Greek full stops, CJK full-width
+terminals that need no space, Arabic and Devanagari terminals, abbreviations and ordinal
+dates of the supported languages). The function words come from :mod:`.languages` for
+the span's language; the filler and cue lists are English, and outside English the
+features fall back to what is language-neutral: rarity, capitalised names, numbers, dates.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+from .weights import DEFAULT_WEIGHTS, Weights
 
 __all__ = [
     "Features",
@@ -32,13 +37,19 @@ def _wordset(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-# Abbreviations whose period does not end a sentence.
+# Abbreviations whose period does not end a sentence (English, German, French, Spanish,
+# Turkish, Russian).
 _ABBREVIATIONS = _wordset(
     """
     mr mrs ms dr prof st jr sr vs etc e.g i.e a.m p.m no approx dept est inc ltd co mt ft
+    z.b bzw usw nr str ca evtl ggf u.a d.h mme mlle env cf sra srta dra ud uds vb bkz
+    sn г ул д т.е т.к т.д т.п им тыс руб
     """
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+|\n+")
+# A sentence ends after . ! ? … (and closing quotes/brackets) followed by space, right
+# after a full-width CJK terminal or an Arabic/Devanagari one, or at a line break.
+_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]»]*\s+|(?<=[。！？؟।])\s*|\n+")
+_ORDINAL_END = re.compile(r"(?<![\d.])\d{1,2}\.$")
 _WORD = re.compile(r"[^\W_]+(?:['’.\-][^\W_]+)*")
 _SPACES = re.compile(r"\s+")
 
@@ -59,6 +70,8 @@ STOPWORDS = _wordset(
     didnt thats its youre whats also still yet may might must shall one ones thing things
     something anything everything nothing lot lots way really just actually like yeah yes
     oh ok okay well hey hi hello gonna wanna gotta kinda sorta
+    u ur r k ya yea ye nah lol lmao omg brb idk ikr tbh btw imo imho smh ty thx pls plz
+    sry rn tho cuz bc np
     """
 )
 
@@ -210,6 +223,8 @@ def split_sentences(text: str) -> list[str]:
             last = piece.rsplit(None, 1)[-1].rstrip(".").lower()
             if last in _ABBREVIATIONS or (len(last) == 1 and last.isalpha()):
                 continue
+            if _ORDINAL_END.search(piece):  # "am 14. März", "3. kat"
+                continue
         out.append(_SPACES.sub(" ", piece))
         start = match.end()
     tail = text[start:].strip()
@@ -218,12 +233,19 @@ def split_sentences(text: str) -> list[str]:
     return out
 
 
-def compress(sentence: str, names: Iterable[str] = ()) -> str:
+def compress(
+    sentence: str, names: Iterable[str] = (), function_words: frozenset[str] | None = None
+) -> str:
     """Drop what carries no fact: opening interjections ("Oh wow, …"), intensifiers and
     hedges ("really", "just", "kind of"), trailing tags ("…, you know?"), a name addressed
     at the end, and clauses that only carry tone ("…, and it was so special"). Returns ""
-    for a sentence left with no fact: a greeting, thanks or exclamation."""
+    for a sentence left with no fact: a greeting, thanks or exclamation.
+
+    The filler patterns are English; with another language's ``function_words`` the
+    sentence is kept whole, or dropped when it has no word outside them."""
     text = sentence.strip()
+    if function_words is not None and function_words is not STOPWORDS:
+        return text if informative(text, (), function_words) else ""
     if _VOCATIVE.match(text):
         return ""
     text = _LEADING_FILLER.sub("", text).strip()
@@ -252,12 +274,15 @@ def compress(sentence: str, names: Iterable[str] = ()) -> str:
     return text
 
 
-def informative(text: str, names: Iterable[str] = ()) -> bool:
+def informative(
+    text: str, names: Iterable[str] = (), function_words: frozenset[str] | None = None
+) -> bool:
     """True when ``text`` has a word that is neither a function word, a tone word, nor the
     name (or a short form of the name) of someone in the conversation."""
     lowered = list(names)
+    stop = STOPWORDS if function_words is None else function_words
     return any(
-        w not in STOPWORDS and w not in EVALUATIVE and not _addresses(w, lowered)
+        w not in stop and w not in EVALUATIVE and not _addresses(w, lowered)
         for w in (x.lower() for x in words(text))
     )
 
@@ -273,9 +298,10 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text)
 
 
-def content_words(text: str) -> list[str]:
+def content_words(text: str, function_words: frozenset[str] | None = None) -> list[str]:
     """Lower-cased words that are not function words, in order (duplicates kept)."""
-    return [w for w in (x.lower() for x in words(text)) if w not in STOPWORDS]
+    stop = STOPWORDS if function_words is None else function_words
+    return [w for w in (x.lower() for x in words(text)) if w not in stop]
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,13 +321,20 @@ class Features:
     reaction: bool
 
 
-def features(sentence: str, speakers: Iterable[str] = ()) -> Features:
+def features(
+    sentence: str,
+    speakers: Iterable[str] = (),
+    weights: Weights = DEFAULT_WEIGHTS,
+    function_words: frozenset[str] | None = None,
+) -> Features:
     """Salience features of one (already compressed) sentence.
 
-    Multipliers: proper nouns (capitalised mid-sentence) and places after a preposition
-    weigh most, then numbers and dates; evaluative words and the speakers' own names (the
-    attribution already carries them) weigh little.
+    Multipliers (``weights``): proper nouns (capitalised mid-sentence) and places after a
+    preposition weigh most, then numbers and dates; evaluative words and the speakers' own
+    names (the attribution already carries them) weigh little. A number is a number in
+    every language, even where a function-word list counts number words.
     """
+    stop = STOPWORDS if function_words is None else function_words
     names = {s.lower() for s in speakers}
     tokens = words(sentence)
     terms: dict[str, float] = {}
@@ -312,20 +345,21 @@ def features(sentence: str, speakers: Iterable[str] = ()) -> Features:
         low = tok.lower()
         if low in ("i", "my", "we", "our", "me", "i'm", "i've", "mine"):
             first_person = True
-        if low in STOPWORDS and not (tok == "May" and i > 0):
+        digit = any(ch.isdigit() for ch in tok)
+        if low in stop and not digit and not (tok == "May" and i > 0):
             prev = low
             continue
         weight = 1.0
-        if any(ch.isdigit() for ch in tok):
-            weight, numbers = 2.0, numbers + 1
+        if digit:
+            weight, numbers = weights.number, numbers + 1
         elif low in _NUMBER_WORDS:
             weight, numbers = 1.5, numbers + 1
         elif low in _TIME_WORDS:
-            weight, dates = 1.5, dates + 1
+            weight, dates = weights.time, dates + 1
         elif tok[:1].isupper() and (i > 0 or (len(tok) > 1 and tok[1:].isupper())):
-            weight, entities = 2.0, entities + 1
+            weight, entities = weights.entity, entities + 1
             if prev in _PLACE_PREPOSITIONS:
-                weight = 2.5
+                weight = weights.place
         elif tok[:1].isupper():
             weight = 1.3  # sentence-initial capital: maybe a name, maybe not
         if low in names:
