@@ -23,17 +23,24 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 from ..messages import Message, StoredMessage, ToolCall
+from .facts import Fact
 
 __all__ = [
+    "AGENT_SPEAKER",
     "AgentLine",
+    "agent_facts",
     "agent_lines",
+    "agent_records",
     "call_signature",
+    "drop_superseded",
     "is_failure",
     "key_facts",
     "observation_line",
+    "record_bonus",
 ]
 
 #: Default room for the facts of one tool result, in characters.
@@ -209,7 +216,12 @@ def _text_facts(text: str, facts: _Facts) -> None:
         kv = _KV_LINE.match(line)
         if kv is not None and len(kv.group(2)) <= 58:
             facts.add("other", kv.group(1).strip(), _clip(kv.group(2), _MAX_VALUE_CHARS))
-    head = text[:20000]
+    # where the (last) error is, then the start and the end of the output
+    near = ""
+    if errors:
+        at = len(lines) - 1 - lines[::-1].index((strong or errors)[-1])
+        near = "\n".join(lines[max(0, at - 5): at + 3])
+    head = near + "\n" + (text if len(text) <= 20000 else text[:10000] + "\n" + text[-10000:])
     for match in _DATE.finditer(head):
         facts.add("date", "dates", match.group())
     for match in _MONEY.finditer(head):
@@ -354,3 +366,59 @@ def agent_lines(messages: Iterable[StoredMessage], max_chars: int = DEFAULT_FACT
         key = call_signature(pending.name, pending.arguments, 200)
         by_key.setdefault(key, AgentLine(key, one_line(f"{key} → pending"), seq, False))
     return sorted(by_key.values(), key=lambda line: line.seq)
+
+
+# -- the offline summarizer's hook ----------------------------------------------------------
+
+#: The speaker agent-state records are written under in a summary.
+AGENT_SPEAKER = "Tools"
+
+
+def agent_records(messages: Sequence[StoredMessage]) -> dict[int, AgentLine]:
+    """:func:`agent_lines` of a fold's span, by the seq each record stands at (the result's,
+    or the call's for a pending call). Empty when the span has no tool traffic."""
+    if not any(m.message.tool_calls or m.message.role == "tool" for m in messages):
+        return {}
+    return {line.seq: line for line in agent_lines(messages)}
+
+
+#: Salience bonus per token of an agent record (a chat sentence earns well under 1 per token):
+#: the summary keeps the state lines first, failures and the newest fold's lines ahead.
+RECORD_BONUS_PER_TOKEN = 1.5
+
+
+def record_bonus(fact: Fact, tokens: int) -> float:
+    """The extra salience of an agent record (see :data:`RECORD_BONUS_PER_TOKEN`)."""
+    weight = RECORD_BONUS_PER_TOKEN * (1.5 if "FAILED" in fact.text else 1.0)
+    source, position = fact.order[0], fact.order[1]
+    # newer first: this fold's records before the previous summary's, later seqs first
+    weight *= 1.0 + 0.5 * min(source, 1) + 0.2 * position / (position + 1000)
+    return weight * max(1, tokens)
+
+
+def _key_of(text: str) -> str:
+    return text.split(" →", 1)[0].strip()
+
+
+def drop_superseded(facts: list[Fact], records: Iterable[AgentLine]) -> list[Fact]:
+    """The previous summary's facts without the agent records that a newer record of the
+    same call replaces (the newest value wins across folds); failures stay."""
+    keys = {_key_of(r.text) for r in records}
+    return [
+        f for f in facts
+        if not (f.speaker == AGENT_SPEAKER and _key_of(f.text) in keys and "FAILED" not in f.text)
+    ]
+
+
+def agent_facts(seq: int, message: Message, records: dict[int, AgentLine],
+                day: date | None) -> list[Fact]:
+    """The facts a tool-traffic message contributes to a summary: its record (if it is the
+    one kept for its call), and an assistant's own words beside its calls."""
+    out: list[Fact] = []
+    if message.role == "assistant" and message.text.strip():
+        out.append(Fact(one_line(message.text)[:DEFAULT_FACT_CHARS],
+                        "Assistant", day, (1, seq, 0)))
+    line = records.get(seq)
+    if line is not None:  # ends a sentence, so a summary parses it back as one fact
+        out.append(Fact(line.text.rstrip(" .") + ".", AGENT_SPEAKER, day, (1, seq, 1)))
+    return out
