@@ -75,7 +75,7 @@ def test_examples_run_as_scripts(tmp_path: Path) -> None:
 #: Top-level modules of every optional dependency (extras and the dev extra's test tools):
 #: a plain ``pip install -e .`` has none of them.
 EXTRA_MODULES = ("tiktoken", "psycopg", "psycopg_pool", "openai", "anthropic", "google.genai",
-                 "phonenumbers", "presidio_analyzer", "hypothesis", "pytest")
+                 "phonenumbers", "presidio_analyzer", "dateparser", "hypothesis", "pytest")
 _PLAIN_INSTALL = """
 import importlib.abc, runpy, sys
 BLOCKED = {blocked!r}
@@ -100,7 +100,7 @@ def test_extra_modules_cover_every_optional_dependency() -> None:
     modules = {"tiktoken": "tiktoken", "psycopg": "psycopg", "psycopg-pool": "psycopg_pool",
                "openai": "openai", "anthropic": "anthropic", "google-genai": "google.genai",
                "phonenumbers": "phonenumbers", "presidio-analyzer": "presidio_analyzer",
-               "pytest": "pytest", "hypothesis": "hypothesis"}
+               "dateparser": "dateparser", "pytest": "pytest", "hypothesis": "hypothesis"}
     core = {r.split(">")[0].split("[")[0] for r in project["dependencies"]}
     for extra, reqs in project["optional-dependencies"].items():
         for req in reqs:
