@@ -114,6 +114,28 @@ def test_huge_call_arguments_are_elided_as_valid_json() -> None:
     assert ctx.messages[-1].text == "ok: wrote a.py"
 
 
+def test_masking_starts_only_when_the_context_would_not_fit() -> None:
+    live = stored(agent_run(6))
+    whole = build_context(counter=COUNTER, live=live, summary_text=None).tokens
+    roomy = build_context(counter=COUNTER, live=live, summary_text=None, budget=whole,
+                          masking=Masking(keep=2))
+    assert roomy.masked == 0 and roomy.tokens == whole
+    tight = build_context(counter=COUNTER, live=live, summary_text=None, budget=whole - 1,
+                          masking=Masking(keep=2))
+    assert tight.masked == 4 and tight.omitted == 0
+
+
+def test_elided_tool_result_marker_names_its_key_facts() -> None:
+    rows = [{"order_id": f"ORD-{i:05d}", "status": "open"} for i in range(400)]
+    body = json.dumps({"rows": rows})
+    msgs = [Message(role="user", content="list orders"),
+            Message(role="assistant", tool_calls=(call("c1", "list_orders", "{}"),)),
+            Message(role="tool", tool_call_id="c1", content=body)]
+    ctx = build_context(counter=COUNTER, live=stored(msgs), summary_text=None, budget=700)
+    check(ctx)
+    assert "its key facts: rows.order_id: ORD-00000" in ctx.messages[-1].text
+
+
 def test_system_prompt_over_budget_is_still_a_config_error() -> None:
     with pytest.raises(ConfigError):
         build_context(counter=COUNTER, live=[], summary_text=None, system="w " * 500, budget=50)
@@ -137,7 +159,8 @@ def agent_run(rounds: int) -> list[Message]:
 
 def test_older_results_become_stand_ins_with_key_facts_and_seq() -> None:
     live = stored(agent_run(6))
-    ctx = build_context(counter=COUNTER, live=live, summary_text=None, masking=Masking(keep=2))
+    ctx = build_context(counter=COUNTER, live=live, summary_text=None,
+                        masking=Masking(keep=2, trigger_tokens=0))
     check(ctx)
     tools = [m for m in ctx.messages if m.role == "tool"]
     assert ctx.masked == 4
@@ -154,12 +177,13 @@ def test_masking_options() -> None:
     msgs[4] = Message(role="assistant", tool_calls=(call("c1", "get_policy", "{}"),))
     live = stored(msgs)
     plain = build_context(counter=COUNTER, live=live, summary_text=None,
-                          masking=Masking(keep=1, exclude_tools=frozenset({"get_policy"})))
+                          masking=Masking(keep=1, exclude_tools=frozenset({"get_policy"}),
+                                                  trigger_tokens=0))
     tools = [m for m in plain.messages if m.role == "tool"]
     assert [m.text.startswith(STAND_IN_PREFIX) for m in tools] == [True, False, True, True, False]
     assert plain.masked == 3
     no_args = build_context(counter=COUNTER, live=live, summary_text=None,
-                            masking=Masking(keep=1, keep_call_args=False))
+                            masking=Masking(keep=1, keep_call_args=False, trigger_tokens=0))
     check(no_args)
     first_call = next(m for m in no_args.messages if m.tool_calls)
     assert first_call.tool_calls[0].arguments == "{}"
@@ -174,7 +198,8 @@ def test_masking_options() -> None:
     on = build_context(counter=COUNTER, live=live, summary_text=None,
                        masking=Masking(keep=1, trigger_tokens=total - 1))
     assert on.masked == 4
-    keep0 = build_context(counter=COUNTER, live=live, summary_text=None, masking=Masking(keep=0))
+    keep0 = build_context(counter=COUNTER, live=live, summary_text=None,
+                          masking=Masking(keep=0, trigger_tokens=0))
     assert keep0.masked == 5
     for bad in ({"keep": -1}, {"exclude_tools": "get_policy"}, {"trigger_tokens": -5},
                 {"fact_chars": 3}):
@@ -188,13 +213,13 @@ def test_small_results_are_not_replaced_by_a_larger_stand_in() -> None:
         msgs += [Message(role="assistant", tool_calls=(call(f"c{i}", "ping", "{}"),)),
                  Message(role="tool", tool_call_id=f"c{i}", content="ok")]
     ctx = build_context(counter=COUNTER, live=stored(msgs), summary_text=None,
-                        masking=Masking(keep=1))
+                        masking=Masking(keep=1, trigger_tokens=0))
     assert ctx.masked == 0 and all(m.text == "ok" for m in ctx.messages if m.role == "tool")
 
 
 def test_a_stand_in_is_byte_identical_on_every_later_turn() -> None:
     msgs = agent_run(12)
-    view = LiveView(COUNTER, Masking(keep=2))
+    view = LiveView(COUNTER, Masking(keep=2, trigger_tokens=0))
     seen: dict[str, str] = {}
     for n in range(1, len(msgs) + 1):
         view.sync(stored(msgs[:n]))
@@ -269,14 +294,14 @@ def test_agent_views_fit_pair_and_show_the_newest_result(
 def test_view_rebuilds_after_a_fold_and_reuses_stand_ins() -> None:
     msgs = agent_run(8)
     live = stored(msgs)
-    view = LiveView(COUNTER, Masking(keep=2))
+    view = LiveView(COUNTER, Masking(keep=2, trigger_tokens=0))
     view.sync(live)
     before = view.build(summary_text=None)
     folded = live[6:]  # a fold took the first six messages
     view.sync(folded)
     after = view.build(summary_text="s")
     assert after == build_context(counter=COUNTER, live=folded, summary_text="s",
-                                  masking=Masking(keep=2))
+                                  masking=Masking(keep=2, trigger_tokens=0))
     shared = {m.tool_call_id: m.text for m in before.messages if m.role == "tool"}
     for m in after.messages:
         if m.role == "tool":

@@ -37,7 +37,8 @@ from .elision import elide
 from .errors import ConfigError, ValidationError
 from .masking import Masking, mask_call, stand_in
 from .messages import Message, StoredMessage, ToolCall
-from .policy import SessionStats
+from .policy import FoldPlan, SessionStats
+from .summarizers.agent_state import key_facts
 from .tokens import REPLY_PRIMING_TOKENS, TokenCounter, count_message
 
 __all__ = [
@@ -159,6 +160,8 @@ class LiveView:
         self.masking = masking
         #: seq -> (source message, shown message, its tokens): survives rebuilds
         self._forms: dict[int, tuple[Message, Message, int]] = {}
+        self._notes: dict[int, str] = {}  # seq -> key facts for an elision marker
+        self._cut_texts: dict[tuple[int, int, int], str] = {}  # elided texts, by share
         self._system: tuple[str, Message, int] | None = None
         self._reset()
 
@@ -196,6 +199,8 @@ class LiveView:
         self._reset()
         first = live[0].seq if live else 0
         self._forms = {seq: f for seq, f in self._forms.items() if seq >= first}
+        self._notes = {seq: n for seq, n in self._notes.items() if seq >= first}
+        self._cut_texts.clear()
         for item in live:
             self._push(item)
 
@@ -224,10 +229,16 @@ class LiveView:
 
     # -- masking ---------------------------------------------------------------------------
 
-    def _boundary(self) -> int:
-        """Items before this index are shown in their masked form."""
+    def _boundary(self, over_budget: bool = True) -> int:
+        """Items before this index are shown in their masked form. Masking starts when the
+        live messages exceed ``trigger_tokens``, or by default when the context would not
+        fit its budget whole (``over_budget``)."""
         m = self.masking
-        if m is None or (m.trigger_tokens is not None and self._full[-1] <= m.trigger_tokens):
+        if m is None:
+            return 0
+        if m.trigger_tokens is None and not over_budget:
+            return 0
+        if m.trigger_tokens is not None and self._full[-1] <= m.trigger_tokens:
             return 0
         if m.keep == 0:
             b = self._cuts[-1]
@@ -280,6 +291,15 @@ class LiveView:
 
     def _body(self, a: int, b: int) -> list[Message]:
         return self._shown[a:b] + self._orig[b:] if a < b else self._orig[a:]
+
+    def _note(self, item: StoredMessage) -> str:
+        """Key facts of a tool result, for the marker when it is elided (made once)."""
+        if item.role != "tool":
+            return ""
+        note = self._notes.get(item.seq)
+        if note is None:
+            note = self._notes[item.seq] = "; ".join(key_facts(item.text, 200))
+        return note
 
     # -- assembling --------------------------------------------------------------------------
 
@@ -339,12 +359,17 @@ class LiveView:
         bridge_tokens = _bridge_tokens(counter)
         items = self.items
         n = len(items)
-        b = self._boundary()
 
         def bridged(a: int) -> bool:
             while a < n and items[a].role == "system":
                 a += 1
             return a < n and items[a].role == "assistant" and (summary_msg is not None or a > 0)
+
+        b = 0
+        if self.masking is not None:
+            whole = used + (summary_tokens if summary_msg is not None else 0) + self._full[-1]
+            whole += bridge_tokens if bridged(0) else 0
+            b = self._boundary(budget is not None and whole > budget)
 
         def done(
             a: int, with_summary: bool, body: list[Message], tokens: int, elided: Sequence[int] = ()
@@ -417,6 +442,8 @@ class LiveView:
                     [m.seq for m in items[a:]],
                     sizes,
                     room - (bridge_tokens if bridged(a) else 0),
+                    notes=lambda i, a=a: self._note(items[a + i]),  # type: ignore[misc]
+                    cache=self._cut_texts,
                 )
                 if fit is not None:
                     return done(a, with_summary, fit[0], fit[2], fit[1])
@@ -508,6 +535,23 @@ class ViewCache:
             ):
                 return stats
             return replace(stats, live_tokens=view.masked_tokens)
+
+    def keep_newest_result(self, session_id: str, plan: FoldPlan | None) -> FoldPlan | None:
+        """With masking on (agent mode), ``plan`` cut back so that the newest tool result's
+        group, and everything after it, stays live and visible; None if nothing is left."""
+        if self.masking is None or plan is None or plan.action != "fold":
+            return plan
+        hit = self._get(session_id, create=False)
+        if hit is None:
+            return plan
+        with hit[0]:
+            view = hit[1]
+            if view._last_tool < 0 or not view.items or view.items[0].seq > plan.lo:
+                return plan
+            first_kept = view.items[view._group[view._last_tool]].seq
+        if plan.hi < first_kept:
+            return plan
+        return replace(plan, hi=first_kept - 1) if first_kept - 1 >= plan.lo else None
 
     def masked_plan_input(
         self, session_id: str, stats: SessionStats, live: Sequence[StoredMessage]

@@ -24,7 +24,7 @@ __all__ = ["ELISION_MARK", "elide"]
 #: The marker put where text was left out (``{tokens}`` and ``{seq}`` filled in).
 ELISION_MARK = (
     "\n[… {tokens} tokens elided by contextfold to fit the token budget; "
-    "the whole message is stored as seq {seq} …]\n"
+    "the whole message is stored as seq {seq}{notes} …]\n"
 )
 _HEAD = 2 / 3  # of the kept characters, the share that goes to the head
 
@@ -39,17 +39,21 @@ class _Unit:
     tokens: int
 
 
-def _mark(seq: int, tokens: int) -> str:
-    return ELISION_MARK.format(tokens=f"{tokens:,}", seq=seq)
+def _mark(seq: int, tokens: int, notes: str = "") -> str:
+    return ELISION_MARK.format(tokens=f"{tokens:,}", seq=seq,
+                               notes=f"; its key facts: {notes}" if notes else "")
 
 
 def _cut(counter: TokenCounter, text: str, tokens: int, share: int, seq: int,
-         fits: Callable[[str], bool]) -> str | None:
+         fits: Callable[[str], bool], notes: str = "") -> str | None:
     """``text`` cut to head + marker + tail such that ``fits`` accepts it, keeping about
     ``share`` tokens of the text."""
     if share <= 0:
-        cand = _mark(seq, tokens).strip()
-        return cand if fits(cand) else None
+        for note in (notes, ""):
+            cand = _mark(seq, tokens, note).strip()
+            if fits(cand):
+                return cand
+        return None
     per_token = len(text) / max(1, tokens)
     keep = int(share * per_token)
     for _ in range(12):
@@ -57,35 +61,44 @@ def _cut(counter: TokenCounter, text: str, tokens: int, share: int, seq: int,
         tail = keep - head
         kept = text[:head] + text[len(text) - tail:] if tail else text[:head]
         omitted = max(1, tokens - counter.count(kept))
-        cand = text[:head] + _mark(seq, omitted) + (text[len(text) - tail:] if tail else "")
+        cand = text[:head] + _mark(seq, omitted, notes) + (
+            text[len(text) - tail:] if tail else "")
         if fits(cand):
             return cand
         keep = int(keep * 0.85)
         if keep < 4:
             break
-    cand = _mark(seq, tokens).strip()
-    return cand if fits(cand) else None
+    for note in (notes, ""):
+        cand = _mark(seq, tokens, note).strip()
+        if fits(cand):
+            return cand
+    return None
 
 
-def _units(messages: Sequence[Message], counter: TokenCounter) -> list[_Unit]:
+def _units(messages: Sequence[Message], tokens: Sequence[int], counter: TokenCounter
+           ) -> list[_Unit]:
     units: list[_Unit] = []
     for i, msg in enumerate(messages):
         text = msg.text
         if text:
-            units.append(_Unit(i, -1, text, counter.count(text)))
+            if isinstance(msg.content, str):  # counting is additive: no need to encode it
+                size = tokens[i] - count_message(counter, _rebuild(msg, "", {}))
+            else:
+                size = counter.count(text)
+            units.append(_Unit(i, -1, text, max(0, size)))
         for k, call in enumerate(msg.tool_calls):
             if len(call.arguments) > 64:
                 units.append(_Unit(i, k, call.arguments, counter.count(call.arguments)))
     return units
 
 
-def _cap(sizes: Sequence[int], available: int, marker: int) -> int | None:
+def _cap(sizes: Sequence[int], available: int, markers: Sequence[int]) -> int | None:
     """The largest share ``c`` such that every unit kept whole or cut to ``c`` tokens plus
-    a marker, whichever is smaller, costs at most ``available`` in total; None if not
+    its marker, whichever is smaller, costs at most ``available`` in total; None if not
     even the markers fit."""
 
     def cost(c: int) -> int:
-        return sum(min(s, c + marker) for s in sizes)
+        return sum(min(s, c + m) for s, m in zip(sizes, markers, strict=True))
 
     if cost(0) > available:
         return None
@@ -122,40 +135,53 @@ def elide(
     seqs: Sequence[int],
     tokens: Sequence[int],
     room: int,
+    notes: Callable[[int], str] | None = None,
+    cache: dict[tuple[int, int, int], str] | None = None,
 ) -> tuple[list[Message], list[int], int] | None:
     """``messages`` (stored as ``seqs``, costing ``tokens``) cut to fit ``room`` tokens in
     total, or None when even the framing and markers do not fit. Returns the messages,
-    the indices of those that were cut, and their total tokens. Arguments of a cut call
-    become a JSON object ``{"elided_by_contextfold": "head … tail"}`` (still valid JSON)."""
+    the indices of those that were cut, and their total tokens. ``notes(i)`` may give a
+    line of key facts for message ``i``'s marker (what the cut-out middle held); ``cache``
+    keeps cut texts by (seq, unit, share) between calls. Arguments of a cut call become a
+    JSON object ``{"elided_by_contextfold": "head … tail"}`` (still valid JSON)."""
     total = sum(tokens)
     if total <= room:
         return list(messages), [], total
-    units = _units(messages, counter)
+    units = _units(messages, tokens, counter)
     if not units:
         return None
     fixed = total - sum(u.tokens for u in units)
-    marker = counter.count(_mark(max(seqs), max(tokens))) + 2
+    unit_notes = [notes(u.index) if notes is not None and u.call < 0 else "" for u in units]
+    markers = [counter.count(_mark(seqs[u.index], u.tokens, n)) + 2
+               for u, n in zip(units, unit_notes, strict=True)]
     available = room - fixed
     for _ in range(4):
-        cap = _cap([u.tokens for u in units], available, marker)
+        cap = _cap([u.tokens for u in units], available, markers)
         if cap is None:
             return None
         out = list(messages)
         cut: dict[int, tuple[str | None, dict[int, str]]] = {}
-        for u in units:
+        for u, note, marker in zip(units, unit_notes, markers, strict=True):
             if u.tokens <= cap + marker:
                 continue
             is_args = u.call >= 0
             seq = seqs[u.index]
-
-            def fits(text: str, is_args: bool = is_args, cap: int = cap) -> bool:
-                body = json.dumps({"elided_by_contextfold": text}, ensure_ascii=False) if (
-                    is_args) else text
-                return counter.count(body) <= cap + marker
-
-            short = _cut(counter, u.text, u.tokens, cap, seq, fits)
+            key = (seq, u.call, cap)
+            short = cache.get(key) if cache is not None else None
             if short is None:
-                return None
+
+                def fits(text: str, is_args: bool = is_args, limit: int = cap + marker) -> bool:
+                    body = json.dumps({"elided_by_contextfold": text}, ensure_ascii=False) if (
+                        is_args) else text
+                    return counter.count(body) <= limit
+
+                short = _cut(counter, u.text, u.tokens, cap, seq, fits, note)
+                if short is None:
+                    return None
+                if cache is not None:
+                    if len(cache) > 256:
+                        cache.clear()
+                    cache[key] = short
             content, args = cut.get(u.index, (None, {}))
             if is_args:
                 args[u.call] = json.dumps({"elided_by_contextfold": short}, ensure_ascii=False)

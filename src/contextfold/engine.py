@@ -322,6 +322,7 @@ class AsyncMemory:
             plan = FoldPlan(live[0].seq, live[cuts[-1] - 1].seq, "forced") if cuts[-1] else None
         else:
             plan = self.policy.plan(stats, live, now)
+            plan = self._views.keep_newest_result(sid, plan)  # masking on: the newest result stays
         return (snap, plan) if plan is not None else None
 
     async def _fold(

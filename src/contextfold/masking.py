@@ -37,7 +37,9 @@ class Masking:
     stand-ins. ``exclude_tools``: tool names never masked. ``keep_call_args``: keep a masked
     call's arguments in the assistant message (default); ``False`` shows them as ``{}``
     and puts the call's key arguments in the stand-in instead. ``trigger_tokens``: mask
-    only while the live messages hold more than this many tokens (``None``: always).
+    only while the live messages hold more than this many tokens (``0``: always); the
+    default ``None`` masks only when the context would not fit its budget whole, so a
+    model with room to spare sees every result verbatim.
     ``fact_chars``: room for a stand-in's key facts, in characters. A result whose stand-in
     would not be smaller than itself is shown verbatim.
     """
