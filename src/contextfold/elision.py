@@ -150,6 +150,24 @@ def elide(
     units = _units(messages, tokens, counter)
     if not units:
         return None
+    if notes is not None:  # key facts in the markers when there is room for them
+        fit = _elide(counter, messages, seqs, tokens, room, units, notes, cache)
+        if fit is not None:
+            return fit
+    return _elide(counter, messages, seqs, tokens, room, units, None, cache)
+
+
+def _elide(
+    counter: TokenCounter,
+    messages: Sequence[Message],
+    seqs: Sequence[int],
+    tokens: Sequence[int],
+    room: int,
+    units: list[_Unit],
+    notes: Callable[[int], str] | None,
+    cache: dict[tuple[int, int, int], str] | None,
+) -> tuple[list[Message], list[int], int] | None:
+    total = sum(tokens)
     fixed = total - sum(u.tokens for u in units)
     unit_notes = [notes(u.index) if notes is not None and u.call < 0 else "" for u in units]
     markers = [counter.count(_mark(seqs[u.index], u.tokens, n)) + 2
@@ -166,7 +184,7 @@ def elide(
                 continue
             is_args = u.call >= 0
             seq = seqs[u.index]
-            key = (seq, u.call, cap)
+            key = (seq, u.call if note or u.call >= 0 else -2, cap)
             short = cache.get(key) if cache is not None else None
             if short is None:
 
