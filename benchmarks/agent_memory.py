@@ -31,6 +31,7 @@ to ``benchmarks/results/agent_memory.md``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -122,17 +123,17 @@ class SlidingWindow(System):
     def add(self, message: Message) -> None:
         from contextfold.messages import StoredMessage
 
-        self.live.append(StoredMessage(len(self.live) + 1, message, count_message(COUNTER, message)))
+        tokens = count_message(COUNTER, message)
+        self.live.append(StoredMessage(len(self.live) + 1, message, tokens))
 
     def context(self) -> list[Message]:
         starts = [c for c in safe_cuts(self.live) if c < len(self.live)] or [0]
-        total, chosen = 3, starts[-1]
+        chosen = starts[-1]
         suffix = [m.tokens for m in self.live]
         for s in reversed(starts):
-            size = 3 + sum(suffix[s:])
-            if size > self.budget:
+            if 3 + sum(suffix[s:]) > self.budget:
                 break
-            chosen, total = s, size
+            chosen = s
         return [m.message for m in self.live[chosen:]]
 
 
@@ -232,10 +233,8 @@ def arg_values(arguments: str) -> list[str]:
             if len(s) >= 3:
                 out.append(s)
 
-    try:
+    with contextlib.suppress(ValueError):
         walk(json.loads(arguments))
-    except ValueError:
-        pass
     return out
 
 
@@ -322,7 +321,7 @@ def per_turn_cost(messages: list[Message], budget: int, masking: Masking | None,
     fixed ~200-token text at once, so its time is not what is measured."""
     fake = FunctionSummarizer(lambda request: "earlier work summarized " * 50, name="fake")
     with Memory(store(), policy=TokenBudget(budget), masking=masking, summarizer=fake,
-                tokenizer=COUNTER) as memory:
+                tokenizer=COUNTER, redactor=False) as memory:
         started = time.perf_counter()
         for m in messages:
             memory.add("s", m)
@@ -393,9 +392,9 @@ def main(argv: list[str] | None = None) -> int:
         block = f"## {label}\n\n" + table(head, rows)
         print("\n" + block + "\n")
         report += [block, ""]
-        tgt = [f"{b:,}: {recall[(label, 'contextfold agent', b)]:.1f}% (target {TARGETS.get(b, 0)}%"
-               f"{', met' if recall[(label, 'contextfold agent', b)] >= TARGETS.get(b, 0) else ', missed'})"
-               for b in budgets]
+        got = {b: recall[(label, "contextfold agent", b)] for b in budgets}
+        tgt = [f"{b:,}: {got[b]:.1f}% (target {TARGETS.get(b, 0)}%, "
+               f"{'met' if got[b] >= TARGETS.get(b, 0) else 'missed'})" for b in budgets]
         line = "Call-argument recall of `contextfold agent` vs target — " + "; ".join(tgt)
         print(line + "\n")
         report += [line, ""]

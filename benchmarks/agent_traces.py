@@ -53,7 +53,8 @@ def _log(rng: random.Random, lines: int, failure: str | None) -> str:
                    f"{' ' * rng.randint(1, 4)}[{100 * i // max(1, lines)}%]")
     if failure:
         out += failure.splitlines()
-    out.append(f"==== {1 if failure else 0} failed, {lines} passed in {rng.uniform(2, 90):.2f}s ====")
+    took = rng.uniform(2, 90)
+    out.append(f"==== {1 if failure else 0} failed, {lines} passed in {took:.2f}s ====")
     return "\n".join(out)
 
 

@@ -27,6 +27,7 @@ ELISION_MARK = (
     "the whole message is stored as seq {seq}{notes} …]\n"
 )
 _HEAD = 2 / 3  # of the kept characters, the share that goes to the head
+_STEP = 32  # shares are rounded down to a multiple of this many tokens (cache hits)
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,7 @@ def _cut(counter: TokenCounter, text: str, tokens: int, share: int, seq: int,
     for _ in range(12):
         head = int(keep * _HEAD)
         tail = keep - head
-        kept = text[:head] + text[len(text) - tail:] if tail else text[:head]
-        omitted = max(1, tokens - counter.count(kept))
+        omitted = max(1, tokens - int(keep / per_token))  # estimate: no extra encoding
         cand = text[:head] + _mark(seq, omitted, notes) + (
             text[len(text) - tail:] if tail else "")
         if fits(cand):
@@ -177,6 +177,8 @@ def _elide(
         cap = _cap([u.tokens for u in units], available, markers)
         if cap is None:
             return None
+        if cap > 4 * _STEP:  # shares in steps, so the same cut is reused turn after turn
+            cap -= cap % _STEP
         out = list(messages)
         cut: dict[int, tuple[str | None, dict[int, str]]] = {}
         for u, note, marker in zip(units, unit_notes, markers, strict=True):

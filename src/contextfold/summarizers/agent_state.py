@@ -89,6 +89,10 @@ _SPACES = re.compile(r"\s+")
 #: Marks a clipped value; not a sentence end, so a summary line stays one fact.
 _MORE = "⋯"
 _STRONG_ERROR = re.compile(r"\w*(?:Error|Exception)\b|\b(?:FAILED|FAIL|FATAL|ERROR|Fatal|panic)\b")
+_ANY_ERROR_LINE = re.compile(
+    r"^[^\n]*?(?:(?i:" + _ERROR_LINE.pattern + r")|" + _STRONG_ERROR.pattern + r")[^\n]*$",
+    re.M,
+)
 _RANKS = ("error", "id", "status", "date", "amount", "other")
 
 
@@ -204,7 +208,7 @@ def _walk_json(value: Any, path: list[str], facts: _Facts, budget: list[int]) ->
 
 def _text_facts(text: str, facts: _Facts) -> None:
     lines = [ln for ln in text.splitlines() if ln.strip()]
-    errors = [ln for ln in lines if _ERROR_LINE.search(ln) or _STRONG_ERROR.search(ln)]
+    errors = [m.group().strip() for m in _ANY_ERROR_LINE.finditer(text)]  # one pass, in C
     if errors:
         facts.failed = True
         strong = [ln for ln in errors if _STRONG_ERROR.search(ln)]
@@ -219,7 +223,9 @@ def _text_facts(text: str, facts: _Facts) -> None:
     # where the (last) error is, then the start and the end of the output
     near = ""
     if errors:
-        at = len(lines) - 1 - lines[::-1].index((strong or errors)[-1])
+        last = (strong or errors)[-1]
+        at = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].strip() == last),
+                  len(lines) - 1)
         near = "\n".join(lines[max(0, at - 5): at + 3])
     head = near + "\n" + (text if len(text) <= 20000 else text[:10000] + "\n" + text[-10000:])
     for match in _DATE.finditer(head):
