@@ -34,15 +34,19 @@ def turns(n: int, start: int = 0) -> list[dict[str, Any]]:
 
 
 def sqlite_dump(path: Path) -> list[str]:
-    """Every row of every table but the ledger, as SQL text: a byte-for-byte check."""
+    """Every row of every table but the ledger, as SQL text: a byte-for-byte check. The
+    fold lease's epoch (``lease_token``) is left out: every fold takes the lease, so an
+    attempt advances it even when it writes nothing else (which is its fencing job)."""
     conn = sqlite3.connect(path)
     try:
+        conn.execute("UPDATE sessions SET lease_token = 0")  # not committed: a view only
         return [
             line
             for line in conn.iterdump()
             if 'INTO "ledger"' not in line and "sqlite_sequence" not in line
         ]
     finally:
+        conn.rollback()
         conn.close()
 
 
@@ -181,38 +185,51 @@ def test_appends_during_a_slow_fold_survive(tmp_path: Path) -> None:
 
 
 def test_two_simultaneous_folds_exactly_one_commits(tmp_path: Path) -> None:
-    """Two engines (as two processes would) fold the same session at once."""
-    path = tmp_path / "race.db"
+    """Two engines (as two processes would) fold the same session at once: the fold
+    lease lets one fold and the other skip without calling its summarizer; with the
+    lease switched off, the compare-and-set commit still lets exactly one win."""
+    for leased in (True, False):
+        path = tmp_path / f"race-{leased}.db"
 
-    async def main() -> None:
-        a = AsyncMemory(
-            SQLiteStore(path),
-            fold="manual",
-            summarizer=ConcatSummarizer(delay=0.2),
-            policy=MessageCount(3),
-        )
-        b = AsyncMemory(
-            SQLiteStore(path),
-            fold="manual",
-            summarizer=ConcatSummarizer(delay=0.2),
-            policy=MessageCount(3),
-        )
-        for msg in turns(8):
-            await a.add("s", msg)
-        outcomes = await asyncio.gather(a.fold("s"), b.fold("s"))
-        statuses = sorted(o.status for o in outcomes)
-        assert statuses == ["committed", "conflict"]
-        loser = next(o for o in outcomes if o.status == "conflict")
-        assert isinstance(loser.error, ConflictError)
-        rows = await a.ledger("s")
-        assert sorted(r.outcome for r in rows) == ["committed", "conflict"]
-        summary = await a.summary("s")
-        assert summary is not None and summary.version == 1
-        await check_invariant(a.store, "s")
-        await a.close()
-        await b.close()
+        async def main(path: Path, leased: bool) -> None:
+            summarizers = [ConcatSummarizer(delay=0.2), ConcatSummarizer(delay=0.2)]
+            a, b = (
+                AsyncMemory(
+                    SQLiteStore(path),
+                    fold="manual",
+                    summarizer=summarizer,
+                    policy=MessageCount(3),
+                    fold_lease_seconds=30 if leased else 0,
+                )
+                for summarizer in summarizers
+            )
+            for msg in turns(8):
+                await a.add("s", msg)
+            outcomes = await asyncio.gather(a.fold("s"), b.fold("s"))
+            statuses = sorted(o.status for o in outcomes)
+            loses = "skipped" if leased else "conflict"
+            assert statuses == sorted(["committed", loses])
+            loser = next(o for o in outcomes if o.status == loses)
+            rows = await a.ledger("s")
+            if leased:
+                assert "another process is folding" in loser.reason
+                assert sum(s.calls for s in summarizers) == 1  # no paid call thrown away
+                assert [r.outcome for r in rows] == ["committed"]
+                assert rows[0].owner is not None and rows[0].owner.startswith("fold:")
+            else:
+                assert isinstance(loser.error, ConflictError)
+                assert sorted(r.outcome for r in rows) == ["committed", "conflict"]
+            summary = await a.summary("s")
+            assert summary is not None and summary.version == 1
+            await check_invariant(a.store, "s")
+            # the lease was released: the next fold is not blocked
+            for msg in turns(12)[8:]:
+                await b.add("s", msg)
+            assert (await b.fold("s")).status == "committed"
+            await a.close()
+            await b.close()
 
-    asyncio.run(main())
+        asyncio.run(main(path, leased))
 
 
 def test_same_engine_does_not_fold_a_session_twice_at_once() -> None:

@@ -150,3 +150,63 @@ def test_combinators() -> None:
 def test_bad_numbers_are_config_errors(make: object) -> None:
     with pytest.raises(ConfigError):
         make()  # type: ignore[operator]
+
+
+@given(
+    transcripts(),
+    st.integers(min_value=200, max_value=2000),
+    st.integers(0, 3),
+    st.integers(0, 600),
+    st.one_of(st.none(), st.integers(0, 3000)),
+    st.integers(0, 50),
+)
+def test_token_budget_plans_with_the_expected_summary(
+    messages: list[Message],
+    budget: int,
+    keep: int,
+    summary_tokens: int,
+    expected: int | None,
+    reserved: int,
+) -> None:
+    """Planning with a smaller expected summary keeps more verbatim but never plans the
+    context over ``target``, folds at least ``min_fold_ratio`` × the re-read summary when
+    it keeps more than cap planning would, and is cap planning when nothing smaller is
+    expected."""
+    live = stored(messages, 25)
+    policy = TokenBudget(budget, keep_last=keep)
+    assert policy.target is not None and policy.summary_max_tokens is not None
+    base = stats_for(live, summary_tokens=summary_tokens, summary_version=1,
+                     reserved_tokens=reserved)
+    stats = SessionStats(**{**{f: getattr(base, f) for f in base.__slots__},
+                            "expected_summary_tokens": expected})
+    capped = SessionStats(**{**{f: getattr(base, f) for f in base.__slots__},
+                             "expected_summary_tokens": None})
+    planned = policy.planned_summary(stats)
+    assert 0 <= planned <= policy.summary_max_tokens
+    allowance = policy.live_allowance(stats)
+    cap_allowance = policy.live_allowance(capped)
+    assert allowance >= cap_allowance
+    assert reserved + planned + allowance + 3 <= policy.target  # 3: reply priming
+    if allowance > cap_allowance:
+        assert stats.live_tokens - allowance >= policy.min_fold_ratio * summary_tokens
+    if expected is None or expected >= policy.summary_max_tokens:
+        assert policy.plan(stats, live, NOW) == policy.plan(capped, live, NOW)
+    plan, cap_plan = policy.plan(stats, live, NOW), policy.plan(capped, live, NOW)
+    if plan is not None and cap_plan is not None:
+        assert plan.hi <= cap_plan.hi  # never folds more than cap planning
+
+
+def test_token_budget_expected_summary_worked_example() -> None:
+    """4,000 tokens, a 250-token summary expected: fold ≥ 5 × 250 and keep the rest."""
+    live = stored([Message(role=("user", "assistant")[i % 2], content="x") for i in range(160)],
+                  25)
+    policy = TokenBudget(4000)
+    stats = stats_for(live, summary_tokens=250, summary_version=1, expected_summary_tokens=250)
+    plan = policy.plan(stats, live, NOW)
+    capped = policy.plan(stats_for(live, summary_tokens=250, summary_version=1), live, NOW)
+    assert plan is not None and capped is not None
+    folded = plan.count * 25
+    assert 5 * 250 <= folded < 5 * 250 + 50
+    assert capped.count * 25 > 4000 - 1000  # with the cap (2,400) it keeps ~1,000 only
+    with pytest.raises(ConfigError):
+        TokenBudget(4000, min_fold_ratio=-1)

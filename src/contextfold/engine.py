@@ -23,15 +23,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 import threading
 import time
+import uuid
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any, Literal, TypeVar
 
+from .batch import fold_in_waves
 from .context import Context, ViewCache, render_summary, summary_overhead
 from .errors import ConfigError, ConflictError, ContextFoldError, SummarizationError
+from .exclusive import fold_exclusively, fresh_lease
 from .inline import inline, run_elsewhere
 from .masking import Masking
 from .messages import (
@@ -42,10 +48,19 @@ from .messages import (
     coerce_message,
     with_timestamp,
 )
-from .outcomes import AddResult, BatchResult, FoldOutcome, FoldStatus, Usage
+from .outcomes import (
+    AddResult,
+    BatchResult,
+    FoldOutcome,
+    FoldStatus,
+    Usage,
+    error_text,
+    record_cancelled,
+    record_failure,
+)
 from .policy import FoldPlan, Policy, SessionStats, TokenBudget, safe_cuts
 from .privacy import Redactor
-from .privacy.guard import PrivacyGuard, redact_log_text
+from .privacy.guard import PrivacyGuard
 from .stores import open_store
 from .stores.base import (
     FoldCommit,
@@ -83,13 +98,6 @@ async def _call_summarizer(summarizer: Summarizer, request: SummaryRequest) -> S
     return await summarizer.summarize(request)
 
 
-def error_text(exc: BaseException) -> str:
-    """A one-line description of an error for the ledger and logs (bounded length), with
-    personal data redacted: provider errors may quote the request."""
-    text = redact_log_text(" ".join(str(exc).split()))
-    return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
-
-
 class AsyncMemory:
     """Bounded conversation memory, async.
 
@@ -108,6 +116,10 @@ class AsyncMemory:
     (``redact_summary``, default on), in messages before they are stored
     (``redact_messages``, default off); ledger error text always. ``reversible=True`` keeps
     placeholder → value in the store (deleted with the session) for :meth:`restore`.
+    ``fold_lease_seconds``: a fold (inline, ``fold``, ``fold_many``) first takes this
+    session's short lease, the one workers use, so processes sharing a store never fold
+    one session at once: the second gets a ``skipped`` outcome. A process killed mid-fold
+    holds it until it expires (the view still keeps to the budget). 0 switches it off.
     ``masking`` (a :class:`~contextfold.masking.Masking`, or ``True`` for the defaults):
     tool results older than the newest few are shown in the context as compact stand-ins,
     and the policy sees the live messages at that size, so folding runs only when masking
@@ -134,6 +146,7 @@ class AsyncMemory:
         redact_summary: bool = True,
         redact_messages: bool = False,
         reversible: bool = False,
+        fold_lease_seconds: float = 60.0,
         masking: Masking | bool | None = None,
     ) -> None:
         if fold not in ("inline", "manual", "deferred"):
@@ -177,6 +190,12 @@ class AsyncMemory:
         self.masking: Masking | None = Masking() if masking is True else (masking or None)
         self._views = ViewCache(self.counter, self.masking)
         self._inflight: set[str] = set()
+        if isinstance(fold_lease_seconds, bool) or not fold_lease_seconds >= 0:
+            raise ConfigError(f"fold_lease_seconds must be >= 0, got {fold_lease_seconds!r}")
+        self.fold_lease_seconds = float(fold_lease_seconds)
+        self._owner = f"fold:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._lease_taken: dict[str, float] = {}
+        self._recent_summaries: deque[int] = deque(maxlen=8)  # tokens of the last folds
         self._setup_done = False
         self._setup_lock = asyncio.Lock()
         self._setup_thread_lock = threading.Lock()  # the sync front's steps
@@ -270,6 +289,19 @@ class AsyncMemory:
     def _with_reserved(self, stats: SessionStats) -> SessionStats:
         return replace(stats, reserved_tokens=self._reserved)
 
+    def expected_summary_tokens(self, stats: SessionStats) -> int | None:
+        """What the next fold's summary is expected to cost in the context, for the
+        policy's plan (it bounds this by its cap): None for a summarizer that fills its
+        cap (``fills_cap``, the extractive one) or before anything is known; else the
+        larger of this session's current summary and the recent summaries this memory
+        committed — a rolling summary rarely shrinks, and a bigger one than planned only
+        makes the view trim and the next fold come sooner."""
+        if getattr(self.summarizer, "fills_cap", False) is True:
+            return None
+        known = [stats.summary_tokens] if stats.summary_version else []
+        known.extend(self._recent_summaries)
+        return max(known) if known else None
+
     def _wants_fold(self, stats: SessionStats) -> bool:
         # with masking, the policy sees the live messages at the size they are shown
         stats = self._views.masked_stats(stats.session_id, stats)
@@ -301,15 +333,45 @@ class AsyncMemory:
             return FoldOutcome(sid, "skipped", "a fold of this session is already running")
         self._inflight.add(sid)
         try:
-            return await self._fold(sid, force, key, lease)
+            if lease is not None or not self.fold_lease_seconds:
+                return await self._fold(sid, force, key, lease)
+            return await fold_exclusively(self, sid, force, key)
         finally:
             self._inflight.discard(sid)
 
-    async def _plan(self, store: Store, sid: str, force: bool) -> tuple[Snapshot, FoldPlan] | None:
-        snap = await store.snapshot(sid)
+    async def _fold_with(
+        self,
+        sid: str,
+        force: bool,
+        key: str | None,
+        lease: Lease | None,
+        snap: Snapshot,
+        taken: float,
+    ) -> FoldOutcome:
+        """A ``fold_many`` fold: its wave took the lease (at ``taken``) and the snapshot."""
+        if sid in self._inflight:
+            return FoldOutcome(sid, "skipped", "a fold of this session is already running")
+        self._inflight.add(sid)
+        if lease is not None:
+            self._lease_taken[sid] = taken
+        try:
+            return await self._fold(sid, force, key, lease, snap)
+        finally:
+            self._inflight.discard(sid)
+            self._lease_taken.pop(sid, None)
+
+    async def _plan(
+        self, store: Store, sid: str, force: bool, snap: Snapshot | None = None
+    ) -> tuple[Snapshot, FoldPlan] | None:
+        if snap is None:  # fold_many passes the snapshot it read for the whole wave
+            snap = await store.snapshot(sid)
         if snap is None:
             return None
-        stats = self._with_reserved(snap.stats)
+        stats = replace(
+            snap.stats,
+            reserved_tokens=self._reserved,
+            expected_summary_tokens=self.expected_summary_tokens(snap.stats),
+        )
         live: Sequence[StoredMessage] = snap.live
         if not force:  # with masking: fold only when masking is not enough
             stats, live = self._views.masked_plan_input(sid, stats, live)
@@ -326,10 +388,15 @@ class AsyncMemory:
         return (snap, plan) if plan is not None else None
 
     async def _fold(
-        self, sid: str, force: bool, key: str | None, lease: Lease | None
+        self,
+        sid: str,
+        force: bool,
+        key: str | None,
+        lease: Lease | None,
+        snap: Snapshot | None = None,
     ) -> FoldOutcome:
         store = await self._ready()
-        planned = await self._plan(store, sid, force)
+        planned = await self._plan(store, sid, force, snap)
         if planned is None:
             return FoldOutcome(sid, "skipped", "policy did not fire")
         snap, plan = planned
@@ -380,7 +447,7 @@ class AsyncMemory:
                 if clean != result.text:  # placeholders change the length: check again
                     result = check_summary(replace(result, text=clean), request)
         except asyncio.CancelledError:
-            await self._cancelled(store, base, started)
+            await record_cancelled(store, base, started)
             raise
         except Exception as exc:
             err = (
@@ -388,7 +455,7 @@ class AsyncMemory:
             )
             if err is not exc:
                 err.__cause__ = exc
-            return await self._failed(store, base, started, err)
+            return await record_failure(store, base, started, err, raise_errors=self.raise_errors)
         tokens = count_message(self.counter, render_summary(result.text))
         entry = replace(
             base,
@@ -400,16 +467,20 @@ class AsyncMemory:
             model=result.model or self.summarizer.name,
             latency_ms=(time.perf_counter() - started) * 1000,
         )
-        commit = FoldCommit(
-            sid, stats.summary_version, plan.lo, plan.hi, result.text, tokens, lease
-        )
         try:
             await privacy.end(sid)  # the mapping is written before any text that uses it
+            lease = await fresh_lease(self, store, lease)
+            commit = FoldCommit(
+                sid, stats.summary_version, plan.lo, plan.hi, result.text, tokens, lease
+            )
             summary = await store.commit_fold(commit, entry)
         except ConflictError as exc:
-            return await self._failed(store, entry, started, exc, "conflict")
+            return await record_failure(
+                store, entry, started, exc, "conflict", raise_errors=self.raise_errors
+            )
         except ContextFoldError as exc:
-            return await self._failed(store, entry, started, exc)
+            return await record_failure(store, entry, started, exc, raise_errors=self.raise_errors)
+        self._recent_summaries.append(tokens)
         log.info(
             "folded session %s: seq %d..%d (%d messages, %d tokens) in %.0f ms",
             sid,
@@ -436,69 +507,6 @@ class AsyncMemory:
             tuple(m.message.id for m in span if m.message.id),
         )
 
-    async def _cancelled(self, store: Store, entry: LedgerEntry, started: float) -> None:
-        """A fold cancelled before its commit wrote nothing; its attempt still gets its
-        ledger row (best effort, shielded from a second cancellation)."""
-        entry = replace(
-            entry,
-            outcome="cancelled",
-            error_class="CancelledError",
-            latency_ms=(time.perf_counter() - started) * 1000,
-        )
-        try:
-            await asyncio.shield(store.record_attempt(entry))
-        except (ContextFoldError, asyncio.CancelledError):
-            log.warning("could not record the cancelled fold of %s", entry.session_id)
-
-    async def _failed(
-        self,
-        store: Store,
-        entry: LedgerEntry,
-        started: float,
-        exc: ContextFoldError,
-        outcome: Literal["failed", "conflict"] = "failed",
-    ) -> FoldOutcome:
-        if isinstance(exc, SummarizationError):
-            entry = replace(
-                entry,
-                calls=1 if exc.calls is None else exc.calls,
-                input_tokens=exc.input_tokens,
-                output_tokens=exc.output_tokens,
-            )
-        entry = replace(
-            entry,
-            outcome=outcome,
-            error_class=type(exc.__cause__ or exc).__name__,
-            error=error_text(exc),
-            latency_ms=(time.perf_counter() - started) * 1000,
-        )
-        try:
-            await store.record_attempt(entry)
-        except ContextFoldError as rec_exc:
-            log.warning(
-                "could not record the failed fold of %s: %s",
-                entry.session_id,
-                type(rec_exc).__name__,
-            )
-        log.warning("fold of session %s %s: %s", entry.session_id, outcome, entry.error_class)
-        if self.raise_errors:
-            raise exc
-        return FoldOutcome(
-            entry.session_id,
-            outcome,
-            entry.reason,
-            entry.lo,
-            entry.hi,
-            0,
-            0,
-            None,
-            exc,
-            entry.input_tokens,
-            entry.output_tokens,
-            entry.calls,
-            entry.latency_ms,
-        )
-
     async def fold_many(
         self,
         session_ids: Iterable[str],
@@ -508,29 +516,13 @@ class AsyncMemory:
         key: Callable[[str], str] | None = None,
     ) -> BatchResult:
         """Fold many sessions with at most ``concurrency`` folds in flight. One session's
-        failure never affects another's; each gets its own outcome."""
+        failure never affects another's; each gets its own outcome. Sessions are taken in
+        waves of ``concurrency``: one store call leases a wave, one reads its snapshots,
+        one releases it (:mod:`contextfold.batch`)."""
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ConfigError(f"concurrency must be an int >= 1, got {concurrency!r}")
         sids = list(dict.fromkeys(_check_session_id(s) for s in session_ids))
-        gate = asyncio.Semaphore(concurrency)
-        started = time.perf_counter()
-
-        async def one(sid: str) -> FoldOutcome:
-            async with gate:
-                try:
-                    return await self.fold(sid, force=force, key=key(sid) if key else None)
-                except ContextFoldError as exc:  # raise_errors: keep the batch going
-                    return FoldOutcome(sid, "failed", str(exc), error=exc)
-
-        outcomes = await asyncio.gather(*(one(s) for s in sids))
-        by_sid = dict(zip(sids, outcomes, strict=True))
-        return BatchResult(
-            outcomes=by_sid,
-            requests=sum(o.calls for o in outcomes),
-            input_tokens=sum(o.input_tokens for o in outcomes),
-            output_tokens=sum(o.output_tokens for o in outcomes),
-            elapsed_s=time.perf_counter() - started,
-        )
+        return await fold_in_waves(self, sids, concurrency, force, key)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -586,23 +578,7 @@ class AsyncMemory:
 
     async def usage(self, session_id: str | None = None) -> Usage:
         """Summarizer usage totals (all sessions when ``session_id`` is None)."""
-        rows = await self.ledger(session_id, limit=None)
-        by_model: dict[str, int] = {}
-        for r in rows:
-            by_model[r.model or "?"] = (
-                by_model.get(r.model or "?", 0) + r.input_tokens + r.output_tokens
-            )
-        done = [r for r in rows if r.outcome == "committed"]
-        return Usage(
-            folds=len(done),
-            failed=len(rows) - len(done),
-            calls=sum(r.calls for r in rows),
-            input_tokens=sum(r.input_tokens for r in rows),
-            output_tokens=sum(r.output_tokens for r in rows),
-            messages_folded=sum(r.messages_folded for r in done),
-            tokens_folded=sum(r.tokens_folded for r in done),
-            by_model=by_model,
-        )
+        return Usage.from_ledger(await self.ledger(session_id, limit=None))
 
     async def delete(self, session_id: str) -> bool:
         """Delete a session: messages, summary, ledger rows and its PII vault."""

@@ -1,13 +1,30 @@
-"""What the engine's operations report: fold outcomes, add results, batch and usage totals."""
+"""What the engine's operations report: fold outcomes, add results, batch and usage totals;
+and the ledger rows of fold attempts that did not commit."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from .stores.base import Summary
+from .errors import ContextFoldError, SummarizationError
+from .privacy.guard import redact_log_text
+from .stores.base import LedgerEntry, Store, Summary
 
-__all__ = ["AddResult", "BatchResult", "FoldOutcome", "FoldStatus", "Usage"]
+__all__ = [
+    "AddResult",
+    "BatchResult",
+    "FoldOutcome",
+    "FoldStatus",
+    "Usage",
+    "error_text",
+    "record_cancelled",
+    "record_failure",
+]
+
+log = logging.getLogger("contextfold")
 
 FoldStatus = Literal["committed", "skipped", "failed", "conflict", "cleared"]
 
@@ -78,3 +95,101 @@ class Usage:
     messages_folded: int = 0
     tokens_folded: int = 0
     by_model: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_ledger(cls, rows: list[LedgerEntry]) -> Usage:
+        """Totals over ledger rows (every attempt's cost counts; folds are committed)."""
+        by_model: dict[str, int] = {}
+        for r in rows:
+            by_model[r.model or "?"] = (
+                by_model.get(r.model or "?", 0) + r.input_tokens + r.output_tokens
+            )
+        done = [r for r in rows if r.outcome == "committed"]
+        return cls(
+            folds=len(done),
+            failed=len(rows) - len(done),
+            calls=sum(r.calls for r in rows),
+            input_tokens=sum(r.input_tokens for r in rows),
+            output_tokens=sum(r.output_tokens for r in rows),
+            messages_folded=sum(r.messages_folded for r in done),
+            tokens_folded=sum(r.tokens_folded for r in done),
+            by_model=by_model,
+        )
+
+
+# -- recording attempts that did not commit ------------------------------------------------
+
+
+def error_text(exc: BaseException) -> str:
+    """A one-line description of an error for the ledger and logs (bounded length), with
+    personal data redacted: provider errors may quote the request."""
+    text = redact_log_text(" ".join(str(exc).split()))
+    return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
+
+
+async def record_cancelled(store: Store, entry: LedgerEntry, started: float) -> None:
+    """A fold cancelled before its commit wrote nothing; its attempt still gets its
+    ledger row (best effort, shielded from a second cancellation)."""
+    entry = replace(
+        entry,
+        outcome="cancelled",
+        error_class="CancelledError",
+        latency_ms=(time.perf_counter() - started) * 1000,
+    )
+    try:
+        await asyncio.shield(store.record_attempt(entry))
+    except (ContextFoldError, asyncio.CancelledError):
+        log.warning("could not record the cancelled fold of %s", entry.session_id)
+
+
+async def record_failure(
+    store: Store,
+    entry: LedgerEntry,
+    started: float,
+    exc: ContextFoldError,
+    outcome: Literal["failed", "conflict"] = "failed",
+    *,
+    raise_errors: bool = False,
+) -> FoldOutcome:
+    """Record a failed or conflicting fold attempt in the ledger (best effort) and return
+    its outcome — or raise ``exc`` with ``raise_errors``."""
+    if isinstance(exc, SummarizationError):
+        entry = replace(
+            entry,
+            calls=1 if exc.calls is None else exc.calls,
+            input_tokens=exc.input_tokens,
+            output_tokens=exc.output_tokens,
+        )
+    entry = replace(
+        entry,
+        outcome=outcome,
+        error_class=type(exc.__cause__ or exc).__name__,
+        error=error_text(exc),
+        latency_ms=(time.perf_counter() - started) * 1000,
+    )
+    try:
+        await store.record_attempt(entry)
+    except ContextFoldError as rec_exc:
+        log.warning(
+            "could not record the failed fold of %s: %s",
+            entry.session_id,
+            type(rec_exc).__name__,
+        )
+    log.warning("fold of session %s %s: %s", entry.session_id, outcome, entry.error_class)
+    if raise_errors:
+        raise exc
+    return FoldOutcome(
+        entry.session_id,
+        outcome,
+        entry.reason,
+        entry.lo,
+        entry.hi,
+        0,
+        0,
+        None,
+        exc,
+        entry.input_tokens,
+        entry.output_tokens,
+        entry.calls,
+        entry.latency_ms,
+    )

@@ -10,6 +10,7 @@ tool calls and its results, never over a call whose result has not arrived.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -38,8 +39,10 @@ __all__ = [
 class SessionStats:
     """Running totals a store keeps per session, so deciding costs O(1).
 
-    ``reserved_tokens`` is what the system prompt and tool schemas cost; the engine fills
-    it in from its configuration before asking a policy.
+    ``reserved_tokens`` is what the system prompt and tool schemas cost, and
+    ``expected_summary_tokens`` what the next fold's summary is expected to cost in the
+    context (None: unknown, plan with the cap); the engine fills both in before asking a
+    policy.
     """
 
     session_id: str
@@ -53,6 +56,7 @@ class SessionStats:
     last_activity: datetime | None = None
     reported_input_tokens: int | None = None
     reserved_tokens: int = 0
+    expected_summary_tokens: int | None = None
 
     @property
     def context_tokens(self) -> int:
@@ -136,7 +140,7 @@ def _check_int(name: str, value: object, minimum: int) -> int:
 @dataclass(frozen=True)
 class TokenBudget:
     """Fold when the context exceeds ``max_tokens`` (high watermark); fold the oldest
-    messages until the context, counting the new summary at its cap, is at most
+    messages until the context, counting the new summary at its planned size, is at most
     ``target`` (low watermark). The gap between the two keeps folds rare.
 
     ``summary_max_tokens`` is the cap on the summary (default: 60% of the budget; the
@@ -145,12 +149,22 @@ class TokenBudget:
     summary keeps far more facts than more verbatim turns);
     ``keep_last`` messages always stay verbatim. Where it costs nothing the cut moves
     forward so the kept part starts at a user message.
+
+    The planned summary size is the cap, unless the engine expects a smaller summary
+    (``SessionStats.expected_summary_tokens``: an LLM's summaries are usually far below
+    the cap, the extractive summarizer fills it). Then the fold keeps more verbatim — the
+    budget is used — but still folds at least ``min_fold_ratio`` times the current
+    summary, so re-reading the summary costs at most ``1/min_fold_ratio`` of the folded
+    tokens (summarizer input ≤ 1.2 × folded by default), and never keeps less verbatim
+    than planning with the cap would. A summary larger than planned is safe: the context
+    view trims to the budget and the next fold comes sooner.
     """
 
     max_tokens: int
     target: int | None = None
     keep_last: int = 2
     summary_max_tokens: int | None = None
+    min_fold_ratio: float = 5.0
 
     def __post_init__(self) -> None:
         _check_int("max_tokens", self.max_tokens, 16)
@@ -170,18 +184,40 @@ class TokenBudget:
                 f"summary_max_tokens ({self.summary_max_tokens}) must be below target "
                 f"({self.target}), or nothing verbatim fits after a fold"
             )
+        ratio = self.min_fold_ratio
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not ratio >= 0:
+            raise ConfigError(f"min_fold_ratio must be a number >= 0, got {ratio!r}")
 
     def triggered(self, stats: SessionStats, now: datetime) -> bool:
         return stats.context_tokens > self.max_tokens
+
+    def planned_summary(self, stats: SessionStats) -> int:
+        """The summary size this fold plans with: the expected size, bounded by the cap."""
+        assert self.summary_max_tokens is not None
+        expected = stats.expected_summary_tokens
+        if expected is None:
+            return self.summary_max_tokens
+        return max(0, min(expected, self.summary_max_tokens))
+
+    def live_allowance(self, stats: SessionStats) -> int:
+        """Tokens of live messages the fold may keep verbatim."""
+        assert self.target is not None and self.summary_max_tokens is not None
+        base = stats.reserved_tokens + REPLY_PRIMING_TOKENS
+        with_cap = self.target - base - self.summary_max_tokens
+        planned = self.planned_summary(stats)
+        if planned >= self.summary_max_tokens:
+            return with_cap
+        to_target = self.target - base - planned
+        # fold at least min_fold_ratio × the summary this fold re-reads
+        amortized = stats.live_tokens - math.ceil(self.min_fold_ratio * stats.summary_tokens)
+        return max(with_cap, min(to_target, amortized))
 
     def plan(
         self, stats: SessionStats, live: Sequence[StoredMessage], now: datetime
     ) -> FoldPlan | None:
         if not self.triggered(stats, now) or not live:
             return None
-        assert self.target is not None and self.summary_max_tokens is not None
-        fixed = stats.reserved_tokens + self.summary_max_tokens + REPLY_PRIMING_TOKENS
-        allowed_live = self.target - fixed
+        allowed_live = self.live_allowance(stats)
         limit = len(live) - self.keep_last
         if limit <= 0:
             return None

@@ -94,6 +94,7 @@ def _campaign(
     where: Counter[str] = Counter()
     labels = {b"A": "inside append tx", b"F": "inside fold commit tx",
               b"X": "inside wrong commit", b"W": "inside other write tx", b"-": "between txs",
+              b"L": "inside fold lease tx",
               b"": "before first write"}
     zygote = subprocess.Popen([sys.executable, crash_child.__file__], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True, bufsize=1)

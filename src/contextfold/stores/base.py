@@ -14,7 +14,8 @@ Contract (checked by :mod:`contextfold.testing.conformance` on every store):
   it succeeds only if the summary is still the one the fold started from and ``lo`` is the
   first live seq; otherwise it raises ``ConflictError`` and writes nothing. Messages
   appended meanwhile (higher seqs) are untouched.
-* Due sessions and leases: ``mark_due`` records when a session next wants a fold (a
+* Due sessions and leases: ``claim`` leases one named session (due or not) unless it is
+  leased; ``mark_due`` records when a session next wants a fold (a
   mark computed from older stats — lower ``as_of_seq`` — never overwrites a newer one);
   ``claim_due`` leases due, unleased (or lease-expired) sessions to one owner, bumping the
   session's lease token; ``renew`` extends a current, unexpired lease (same token); a
@@ -278,6 +279,29 @@ class Store(Protocol):
     async def claim_due(self, owner: str, *, limit: int, lease_seconds: float) -> list[Lease]:
         """Lease up to ``limit`` sessions that are due now and not leased (or whose lease
         expired), most overdue first. Concurrent claimers never get the same session."""
+        ...
+
+    async def claim(self, session_id: str, owner: str, *, lease_seconds: float) -> Lease | None:
+        """Lease this one session to ``owner`` now, due or not, unless another lease on it
+        is unexpired (then None; also None if the session does not exist). Bumps the lease
+        token like ``claim_due``: the short lease an inline fold takes so one process
+        folds a session at a time."""
+        ...
+
+    async def claim_many(
+        self, session_ids: Sequence[str], owner: str, *, lease_seconds: float
+    ) -> list[Lease]:
+        """``claim`` for many sessions at once (one round trip where it matters): the
+        leases of those that exist and were not leased."""
+        ...
+
+    async def release_many(self, leases: Sequence[Lease]) -> None:
+        """End the leases that are still current; due marks are left as they are."""
+        ...
+
+    async def snapshots(self, session_ids: Sequence[str]) -> dict[str, Snapshot]:
+        """``snapshot`` of many sessions (one round trip where it matters); missing ones
+        are absent from the result."""
         ...
 
     async def renew(self, lease: Lease, *, lease_seconds: float) -> Lease | None:

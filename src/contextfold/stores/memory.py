@@ -288,6 +288,38 @@ class MemoryStore:
         return leases
 
     @_atomic
+    async def claim(self, session_id: str, owner: str, *, lease_seconds: float) -> Lease | None:
+        sess = self._sessions.get(session_id)
+        now = datetime.now(timezone.utc)
+        if sess is None or (sess.lease is not None and sess.lease.expires_at > now):
+            return None
+        sess.lease_epoch += 1
+        expires = datetime.fromtimestamp(time.time() + lease_seconds, timezone.utc)
+        sess.lease = Lease(session_id, owner, sess.lease_epoch, expires)
+        return sess.lease
+
+    @_atomic
+    async def claim_many(
+        self, session_ids: Sequence[str], owner: str, *, lease_seconds: float
+    ) -> list[Lease]:
+        leases = [await self.claim(s, owner, lease_seconds=lease_seconds) for s in session_ids]
+        return [lease for lease in leases if lease is not None]
+
+    @_atomic
+    async def release_many(self, leases: Sequence[Lease]) -> None:
+        for lease in leases:
+            await self.release(lease, due_at=None, as_of_seq=-1)
+
+    @_atomic
+    async def snapshots(self, session_ids: Sequence[str]) -> dict[str, Snapshot]:
+        out = {}
+        for sid in session_ids:
+            snap = await self.snapshot(sid)
+            if snap is not None:
+                out[sid] = snap
+        return out
+
+    @_atomic
     async def renew(self, lease: Lease, *, lease_seconds: float) -> Lease | None:
         sess = self._sessions.get(lease.session_id)
         if sess is None or not self._holds(sess, lease):

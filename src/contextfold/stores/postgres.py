@@ -1,7 +1,7 @@
 """PostgreSQL store: many processes on many machines share the sessions.
 
 psycopg 3 with an async pool; a step the synchronous ``Memory`` runs inline uses a
-synchronous pool instead (:mod:`.postgres_inline`), through the very same transaction
+synchronous pool instead (:mod:`.postgres_connections`), through the very same transaction
 code. Same schema concepts as SQLite (``sessions`` with running totals and the
 ``through_seq`` cursor, ``messages``, ``ledger``) in a PostgreSQL schema of its own,
 migrated by :meth:`PostgresStore.setup` under an advisory lock so any number of
@@ -41,15 +41,20 @@ from .base import (
     plan_append,
 )
 from .postgres_schema import (
+    CLAIM_DUE,
+    CLAIM_MANY,
+    CLAIM_SESSION,
     COMMIT_FOLD,
     LEDGER_INSERT,
     LEDGER_SELECT,
-    MIGRATION_LOCK,
     MIGRATIONS,
+    RELEASE_MANY,
     SESSION_COLS,
-    SESSION_COLS_S,
+    SNAPSHOT_MANY,
+    SNAPSHOT_ONE,
     explain_commit_miss,
     ledger_params,
+    migrate,
 )
 from .rows import (
     LEDGER_COLUMNS,
@@ -61,10 +66,14 @@ from .rows import (
 
 try:
     import psycopg
-    from psycopg import sql
     from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
-    from .postgres_inline import InlineConn, open_sync_pool
+    from .postgres_connections import (
+        InlineConn,
+        open_async_pool,
+        open_sync_pool,
+        session_settings,
+    )
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ConfigError(
         'the PostgreSQL store needs psycopg 3: pip install "contextfold[postgres]"'
@@ -128,21 +137,12 @@ class PostgresStore:
 
     # -- plumbing --------------------------------------------------------------------------
 
-    def _session_settings(self) -> list[sql.Composed | sql.SQL]:
-        out: list[sql.Composed | sql.SQL] = [
-            sql.SQL("SET {} = {}").format(sql.SQL(name), sql.Literal(value))
-            for name, value in self._settings.items()
-        ]
-        out.append(sql.SQL("SET TIME ZONE 'UTC'"))
-        out.append(sql.SQL("SET search_path = {}").format(sql.Identifier(self.schema)))
-        return out
-
     async def _configure(self, conn: Conn) -> None:
-        for statement in self._session_settings():
+        for statement in session_settings(self._settings, self.schema):
             await conn.execute(statement)
 
     def _configure_sync(self, conn: psycopg.Connection[tuple[Any, ...]]) -> None:
-        for statement in self._session_settings():
+        for statement in session_settings(self._settings, self.schema):
             conn.execute(statement)
 
     def _get_sync_pool(self) -> ConnectionPool[psycopg.Connection[tuple[Any, ...]]]:
@@ -174,24 +174,18 @@ class PostgresStore:
                 self._pool_lock = asyncio.Lock()
             async with self._pool_lock:
                 if self._pool is None:
-                    pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
-                        self.url,
-                        min_size=1,
-                        max_size=self.pool_size,
-                        open=False,
-                        kwargs={"autocommit": True},
-                        configure=self._configure,
-                        timeout=self.connect_timeout,
-                        name=f"contextfold-{self.schema}",
-                    )
                     try:
-                        await pool.open(wait=True, timeout=self.connect_timeout)
+                        self._pool = await open_async_pool(
+                            self.url,
+                            size=self.pool_size,
+                            timeout=self.connect_timeout,
+                            configure=self._configure,
+                            name=f"contextfold-{self.schema}",
+                        )
                     except (psycopg.Error, PoolTimeout) as exc:
-                        await pool.close()
                         raise StorageError(
                             f"cannot connect to PostgreSQL at {_redact(self.url)!r}: {exc}"
                         ) from exc
-                    self._pool = pool
         return self._pool
 
     async def _tx(self, fn: Callable[[Conn], Awaitable[T]], *, single: bool = False) -> T:
@@ -237,29 +231,7 @@ class PostgresStore:
     # -- schema ----------------------------------------------------------------------------
 
     async def setup(self) -> None:
-        async def migrate(conn: Conn) -> None:
-            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-            await conn.execute(
-                sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema))
-            )
-            await conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, "
-                "name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
-            )
-            cur = await conn.execute("SELECT version FROM schema_migrations")
-            done = {r[0] for r in await cur.fetchall()}
-            for version, name, script in MIGRATIONS:
-                if version in done:
-                    continue
-                for statement in script.split(";"):
-                    if statement.strip():
-                        await conn.execute(statement)
-                await conn.execute(
-                    "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
-                    (version, name),
-                )
-
-        await self._tx(migrate)
+        await self._tx(lambda conn: migrate(conn, self.schema))
 
     # -- writes ----------------------------------------------------------------------------
 
@@ -417,22 +389,39 @@ class PostgresStore:
 
     async def claim_due(self, owner: str, *, limit: int, lease_seconds: float) -> list[Lease]:
         async def do(conn: Conn) -> list[Lease]:
-            cur = await conn.execute(
-                "WITH due AS ("
-                " SELECT session_id FROM sessions WHERE due_at <= now()"
-                " AND (lease_expires IS NULL OR lease_expires <= now())"
-                " ORDER BY due_at, session_id LIMIT %s FOR UPDATE SKIP LOCKED)"
-                " UPDATE sessions s SET lease_owner = %s,"
-                " lease_expires = now() + make_interval(secs => %s),"
-                " lease_token = s.lease_token + 1"
-                " FROM due WHERE s.session_id = due.session_id"
-                " RETURNING s.session_id, s.lease_token, s.lease_expires, s.due_at",
-                (limit, owner, float(lease_seconds)),
-            )
+            cur = await conn.execute(CLAIM_DUE, (limit, owner, float(lease_seconds)))
             rows = sorted(await cur.fetchall(), key=lambda r: (r[3], r[0]))
             return [Lease(sid, owner, token, expires) for sid, token, expires, _ in rows]
 
         return await self._tx(do, single=True)
+
+    async def claim(self, session_id: str, owner: str, *, lease_seconds: float) -> Lease | None:
+        async def do(conn: Conn) -> Lease | None:
+            cur = await conn.execute(CLAIM_SESSION, (owner, float(lease_seconds), session_id))
+            row = await cur.fetchone()
+            return None if row is None else Lease(session_id, owner, row[0], row[1])
+
+        return await self._tx(do, single=True)
+
+    async def claim_many(
+        self, session_ids: Sequence[str], owner: str, *, lease_seconds: float
+    ) -> list[Lease]:
+        async def do(conn: Conn) -> list[Lease]:
+            cur = await conn.execute(CLAIM_MANY, (owner, float(lease_seconds), list(session_ids)))
+            return [Lease(sid, owner, token, exp) for sid, token, exp in await cur.fetchall()]
+
+        return await self._tx(do, single=True) if session_ids else []
+
+    async def release_many(self, leases: Sequence[Lease]) -> None:
+        async def do(conn: Conn) -> None:
+            await conn.execute(
+                RELEASE_MANY,
+                ([x.session_id for x in leases], [x.owner for x in leases],
+                 [x.token for x in leases]),
+            )
+
+        if leases:
+            await self._tx(do, single=True)
 
     async def renew(self, lease: Lease, *, lease_seconds: float) -> Lease | None:
         async def do(conn: Conn) -> Lease | None:
@@ -484,35 +473,29 @@ class PostgresStore:
         return await self._tx(do, single=True)
 
     async def snapshot(self, session_id: str) -> Snapshot | None:
-        async def do(conn: Conn) -> Snapshot | None:
+        return (await self._snapshots(SNAPSHOT_ONE, session_id)).get(session_id)
+
+    async def snapshots(self, session_ids: Sequence[str]) -> dict[str, Snapshot]:
+        return await self._snapshots(SNAPSHOT_MANY, list(session_ids)) if session_ids else {}
+
+    async def _snapshots(self, query: str, param: str | list[str]) -> dict[str, Snapshot]:
+        async def do(conn: Conn) -> dict[str, Snapshot]:
             # One statement, so totals, summary and live rows come from the same snapshot.
-            cur = await conn.execute(
-                f"SELECT {SESSION_COLS_S}, s.summary_text, s.summary_updated_at, "
-                "m.seq, m.body, m.tokens FROM sessions s "
-                "LEFT JOIN messages m ON m.session_id = s.session_id AND m.seq > s.through_seq "
-                "WHERE s.session_id = %s ORDER BY m.seq",
-                (session_id,),
-            )
-            rows = await cur.fetchall()
-            if not rows:
-                return None
-            first = rows[0]
-            stats = session_stats(first)
-            summary = None
-            if first[10] is not None:
-                summary = Summary(
-                    first[10],
-                    stats.through_seq,
-                    stats.summary_version,
-                    stats.summary_tokens,
-                    first[11],
-                )
-            live = [
-                self._decoder.decode(session_id, r[12], r[13], r[14])
-                for r in rows
-                if r[12] is not None
-            ]
-            return Snapshot(stats, summary, live)
+            cur = await conn.execute(query, (param,))
+            out: dict[str, Snapshot] = {}
+            for row in await cur.fetchall():
+                sid = row[0]
+                snap = out.get(sid)
+                if snap is None:
+                    stats = session_stats(row)
+                    summary = None
+                    if row[10] is not None:
+                        summary = Summary(row[10], stats.through_seq, stats.summary_version,
+                                          stats.summary_tokens, row[11])
+                    snap = out[sid] = Snapshot(stats, summary, [])
+                if row[12] is not None:
+                    snap.live.append(self._decoder.decode(sid, row[12], row[13], row[14]))
+            return out
 
         return await self._tx(do, single=True)
 

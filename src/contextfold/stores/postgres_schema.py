@@ -5,21 +5,30 @@ from __future__ import annotations
 
 from typing import Any
 
+from psycopg import sql
+
 from ..errors import ConflictError, StorageError
 from .base import FoldCommit, LedgerEntry
 from .rows import LEDGER_COLUMNS, ledger_values
 
 __all__ = [
+    "CLAIM_DUE",
+    "CLAIM_MANY",
+    "CLAIM_SESSION",
     "COMMIT_FOLD",
     "LEDGER_INSERT",
     "LEDGER_SELECT",
     "MIGRATIONS",
     "MIGRATION_LOCK",
+    "RELEASE_MANY",
     "SESSION_COLS",
     "SESSION_COLS_S",
+    "SNAPSHOT_MANY",
+    "SNAPSHOT_ONE",
     "STARTED_AT",
     "explain_commit_miss",
     "ledger_params",
+    "migrate",
 ]
 
 _INITIAL = """
@@ -170,10 +179,54 @@ WITH span AS (
 SELECT 1 FROM upd
 """
 
+#: Lease up to N due, unleased sessions, most overdue first; concurrent claimers skip.
+CLAIM_DUE = (
+    "WITH due AS ("
+    " SELECT session_id FROM sessions WHERE due_at <= now()"
+    " AND (lease_expires IS NULL OR lease_expires <= now())"
+    " ORDER BY due_at, session_id LIMIT %s FOR UPDATE SKIP LOCKED)"
+    " UPDATE sessions s SET lease_owner = %s,"
+    " lease_expires = now() + make_interval(secs => %s),"
+    " lease_token = s.lease_token + 1"
+    " FROM due WHERE s.session_id = due.session_id"
+    " RETURNING s.session_id, s.lease_token, s.lease_expires, s.due_at"
+)
+
+#: Lease one session (due or not) unless its lease is unexpired; server clock.
+CLAIM_SESSION = (
+    "UPDATE sessions SET lease_owner = %s, lease_expires = now() + make_interval(secs => %s), "
+    "lease_token = lease_token + 1 WHERE session_id = %s "
+    "AND (lease_expires IS NULL OR lease_expires <= now()) RETURNING lease_token, lease_expires"
+)
+
+CLAIM_MANY = (
+    "UPDATE sessions SET lease_owner = %s, lease_expires = now() + make_interval(secs => %s), "
+    "lease_token = lease_token + 1 WHERE session_id = ANY(%s) "
+    "AND (lease_expires IS NULL OR lease_expires <= now()) "
+    "RETURNING session_id, lease_token, lease_expires"
+)
+
+#: End the listed leases that are still current (arrays of session id, owner, token).
+RELEASE_MANY = (
+    "UPDATE sessions s SET lease_owner = NULL, lease_expires = NULL "
+    "FROM unnest(%s::text[], %s::text[], %s::bigint[]) AS l(sid, owner, token) "
+    "WHERE s.session_id = l.sid AND s.lease_owner = l.owner AND s.lease_token = l.token"
+)
+
 MIGRATION_LOCK = 0x636F6E74  # advisory lock key ("cont"), scoped to the database
 
 
 SESSION_COLS_S = ", ".join(f"s.{c.strip()}" for c in SESSION_COLS.split(","))
+
+_SNAPSHOT = (
+    f"SELECT {SESSION_COLS_S}, s.summary_text, s.summary_updated_at, "
+    "m.seq, m.body, m.tokens FROM sessions s "
+    "LEFT JOIN messages m ON m.session_id = s.session_id AND m.seq > s.through_seq "
+)
+#: Stats, summary and live rows of one session (one row per live message).
+SNAPSHOT_ONE = _SNAPSHOT + "WHERE s.session_id = %s ORDER BY m.seq"
+#: The same for many sessions in one statement (a ``fold_many`` wave).
+SNAPSHOT_MANY = _SNAPSHOT + "WHERE s.session_id = ANY(%s) ORDER BY s.session_id, m.seq"
 
 
 def ledger_params(entry: LedgerEntry) -> tuple[Any, ...]:
@@ -215,3 +268,25 @@ async def explain_commit_miss(conn: Any, commit: FoldCommit) -> None:
     if count != commit.hi - commit.lo + 1:
         raise StorageError(f"session {sid!r} is missing messages in {commit.lo}..{commit.hi}")
     raise ConflictError(f"session {sid!r} changed while the fold committed")
+
+
+async def migrate(conn: Any, schema: str) -> None:
+    """Create the schema and apply the missing migrations, under an advisory lock so any
+    number of processes may run it at once (inside the caller's transaction)."""
+    await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+    await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+    await conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, "
+        "name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+    )
+    cur = await conn.execute("SELECT version FROM schema_migrations")
+    done = {r[0] for r in await cur.fetchall()}
+    for version, name, script in MIGRATIONS:
+        if version in done:
+            continue
+        for statement in script.split(";"):
+            if statement.strip():
+                await conn.execute(statement)
+        await conn.execute(
+            "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (version, name)
+        )

@@ -21,7 +21,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
@@ -346,37 +345,35 @@ class SQLiteStore:
         await self._write(lambda conn: self._mark(conn, session_id, due_at, as_of_seq))
 
     async def claim_due(self, owner: str, *, limit: int, lease_seconds: float) -> list[Lease]:
+        return await self._write(lambda conn: schema.claim_due(conn, owner, limit, lease_seconds))
+
+    async def claim(self, session_id: str, owner: str, *, lease_seconds: float) -> Lease | None:
+        return await self._write(
+            lambda conn: schema.claim_session(conn, session_id, owner, lease_seconds)
+        )
+
+    async def claim_many(
+        self, session_ids: Sequence[str], owner: str, *, lease_seconds: float
+    ) -> list[Lease]:
         def do(conn: sqlite3.Connection) -> list[Lease]:
-            now = time.time()
-            rows = conn.execute(
-                "SELECT session_id, lease_token FROM sessions WHERE due_at <= ? "
-                "AND (lease_expires IS NULL OR lease_expires <= ?) "
-                "ORDER BY due_at, session_id LIMIT ?",
-                (now, now, limit),
-            ).fetchall()
-            expires = now + lease_seconds
-            conn.executemany(
-                "UPDATE sessions SET lease_owner = ?, lease_expires = ?, "
-                "lease_token = lease_token + 1 WHERE session_id = ?",
-                [(owner, expires, sid) for sid, _ in rows],
-            )
-            return [Lease(sid, owner, token + 1, schema.from_epoch(expires)) for sid, token in rows]
+            got = (schema.claim_session(conn, s, owner, lease_seconds) for s in session_ids)
+            return [lease for lease in got if lease is not None]
 
         return await self._write(do)
+
+    async def release_many(self, leases: Sequence[Lease]) -> None:
+        await self._write(lambda conn: schema.release_leases(conn, leases))
+
+    async def snapshots(self, session_ids: Sequence[str]) -> dict[str, Snapshot]:
+        out = {}
+        for sid in session_ids:  # reads are local: no round trip to save
+            snap = await self.snapshot(sid)
+            if snap is not None:
+                out[sid] = snap
+        return out
 
     async def renew(self, lease: Lease, *, lease_seconds: float) -> Lease | None:
-        def do(conn: sqlite3.Connection) -> Lease | None:
-            now = time.time()
-            cur = conn.execute(
-                "UPDATE sessions SET lease_expires = ? WHERE session_id = ? AND lease_owner = ? "
-                "AND lease_token = ? AND lease_expires > ?",
-                (now + lease_seconds, lease.session_id, lease.owner, lease.token, now),
-            )
-            if cur.rowcount != 1:
-                return None
-            return replace(lease, expires_at=schema.from_epoch(now + lease_seconds))
-
-        return await self._write(do)
+        return await self._write(lambda conn: schema.renew_lease(conn, lease, lease_seconds))
 
     async def release(self, lease: Lease, *, due_at: datetime | None, as_of_seq: int) -> bool:
         def do(conn: sqlite3.Connection) -> bool:

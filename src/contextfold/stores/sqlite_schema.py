@@ -4,17 +4,24 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime, timezone
 
+from .base import Lease
 from .rows import SESSION_COLS, session_stats
 
 __all__ = [
     "MIGRATIONS",
     "SESSION_COLS",
+    "claim_due",
+    "claim_session",
     "enable_wal",
     "epoch",
     "from_epoch",
     "migrate",
+    "release_leases",
+    "renew_lease",
     "session_stats",
 ]
 
@@ -141,3 +148,63 @@ def enable_wal(conn: sqlite3.Connection, timeout_s: float) -> None:
             if "locked" not in str(exc) or time.monotonic() > deadline:
                 raise
             time.sleep(0.01)
+
+
+def claim_session(
+    conn: sqlite3.Connection, session_id: str, owner: str, lease_seconds: float
+) -> Lease | None:
+    """Lease one session unless its current lease is unexpired (inside a write tx)."""
+    now = time.time()
+    cur = conn.execute(
+        "UPDATE sessions SET lease_owner = ?, lease_expires = ?, lease_token = lease_token + 1 "
+        "WHERE session_id = ? AND (lease_expires IS NULL OR lease_expires <= ?)",
+        (owner, now + lease_seconds, session_id, now),
+    )
+    if cur.rowcount != 1:
+        return None
+    (token,) = conn.execute(
+        "SELECT lease_token FROM sessions WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    return Lease(session_id, owner, token, from_epoch(now + lease_seconds))
+
+
+def release_leases(conn: sqlite3.Connection, leases: Sequence[Lease]) -> None:
+    """End each lease that is still its session's current one (inside a write tx)."""
+    conn.executemany(
+        "UPDATE sessions SET lease_owner = NULL, lease_expires = NULL "
+        "WHERE session_id = ? AND lease_owner = ? AND lease_token = ?",
+        [(lease.session_id, lease.owner, lease.token) for lease in leases],
+    )
+
+
+def claim_due(
+    conn: sqlite3.Connection, owner: str, limit: int, lease_seconds: float
+) -> list[Lease]:
+    """Lease up to ``limit`` due, unleased sessions, most overdue first (in a write tx)."""
+    now = time.time()
+    rows = conn.execute(
+        "SELECT session_id, lease_token FROM sessions WHERE due_at <= ? "
+        "AND (lease_expires IS NULL OR lease_expires <= ?) "
+        "ORDER BY due_at, session_id LIMIT ?",
+        (now, now, limit),
+    ).fetchall()
+    expires = now + lease_seconds
+    conn.executemany(
+        "UPDATE sessions SET lease_owner = ?, lease_expires = ?, "
+        "lease_token = lease_token + 1 WHERE session_id = ?",
+        [(owner, expires, sid) for sid, _ in rows],
+    )
+    return [Lease(sid, owner, token + 1, from_epoch(expires)) for sid, token in rows]
+
+
+def renew_lease(conn: sqlite3.Connection, lease: Lease, lease_seconds: float) -> Lease | None:
+    """Extend ``lease`` if it is current and unexpired (in a write tx)."""
+    now = time.time()
+    cur = conn.execute(
+        "UPDATE sessions SET lease_expires = ? WHERE session_id = ? AND lease_owner = ? "
+        "AND lease_token = ? AND lease_expires > ?",
+        (now + lease_seconds, lease.session_id, lease.owner, lease.token, now),
+    )
+    if cur.rowcount != 1:
+        return None
+    return replace(lease, expires_at=from_epoch(now + lease_seconds))

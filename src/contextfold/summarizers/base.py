@@ -54,7 +54,9 @@ class Summarizer(Protocol):
     Optional attributes the engine reads: ``needs_redaction`` (False: it sends nothing
     anywhere) and ``runs_inline`` (True: ``summarize`` never awaits real I/O, so the
     synchronous ``Memory`` may run it in the caller's thread; otherwise the sync front
-    runs it on its private event-loop thread, one hop per call).
+    runs it on its private event-loop thread, one hop per call) and ``fills_cap``
+    (True: its summaries grow to the cap, so ``TokenBudget`` plans every fold with the
+    cap; otherwise it plans with the summary size the engine expects from recent folds).
     """
 
     @property

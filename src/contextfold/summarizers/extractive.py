@@ -147,6 +147,8 @@ class ExtractiveSummarizer:
     needs_redaction = False
     #: Never waits on I/O: the sync ``Memory`` runs it in the caller's thread.
     runs_inline = True
+    #: Grows its summary to the cap (more facts kept): ``TokenBudget`` plans with the cap.
+    fills_cap = True
 
     def __init__(
         self,

@@ -58,6 +58,49 @@ class LeaseConformance:
 
         self._run(body)
 
+    def test_claim_one_session_excludes_other_folders(self) -> None:
+        async def body(store: Store) -> None:
+            assert await store.claim("ghost", "w1", lease_seconds=30) is None
+            await _session(store, "s")
+            first = await store.claim("s", "w1", lease_seconds=30)  # not due: still leased
+            assert first is not None and (first.owner, first.token) == ("w1", 1)
+            assert await store.claim("s", "w2", lease_seconds=30) is None
+            await store.mark_due("s", PAST, as_of_seq=4)
+            assert await store.claim_due("w3", limit=5, lease_seconds=30) == []
+            assert await store.release(first, due_at=None, as_of_seq=-1)
+            assert [s for s, _ in await store.list_due()] == ["s"]  # mark kept
+            second = await store.claim("s", "w2", lease_seconds=0.2)
+            assert second is not None and second.token == 2
+            await asyncio.sleep(0.3)  # expired: another folder may take it, fencing the old
+            third = await store.claim("s", "w1", lease_seconds=30)
+            assert third is not None and third.token == 3
+            assert await store.renew(second, lease_seconds=30) is None
+
+        self._run(body)
+
+    def test_wave_claims_snapshots_and_releases(self) -> None:
+        async def body(store: Store) -> None:
+            for sid in ("a", "b", "c"):
+                await _session(store, sid, 3)
+            held = await store.claim("b", "other", lease_seconds=30)
+            assert held is not None
+            got = await store.claim_many(["a", "b", "c", "ghost"], "w1", lease_seconds=30)
+            assert sorted((x.session_id, x.owner) for x in got) == [("a", "w1"), ("c", "w1")]
+            snaps = await store.snapshots(["a", "c", "ghost"])
+            assert sorted(snaps) == ["a", "c"]
+            for sid, snap in snaps.items():
+                assert snap == await store.snapshot(sid)
+                assert [m.seq for m in snap.live] == [1, 2, 3]
+            assert await store.snapshots([]) == {}
+            await store.release_many([*got, held])
+            # every listed lease that was current is gone: anyone may claim again
+            again = await store.claim_many(["a", "b", "c"], "w2", lease_seconds=30)
+            assert sorted(x.session_id for x in again) == ["a", "b", "c"]
+            await store.release_many(got)  # stale leases: nothing happens
+            assert await store.claim("a", "w3", lease_seconds=30) is None
+
+        self._run(body)
+
     def test_older_mark_never_overwrites_newer(self) -> None:
         async def body(store: Store) -> None:
             await _session(store, "s")

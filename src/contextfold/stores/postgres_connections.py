@@ -1,5 +1,6 @@
-"""PostgreSQL for a step run inline (:mod:`contextfold.inline`): a synchronous psycopg
-connection seen through the few async-connection methods the store's transactions use.
+"""How ``PostgresStore`` gets connections: its async pool, and for a step run inline
+(:mod:`contextfold.inline`) a synchronous pool whose connections are seen through the few
+async-connection methods the store's transactions use.
 
 ``PostgresStore`` writes every transaction once, as ``async def do(conn)``. On the async
 front ``conn`` is a psycopg ``AsyncConnection``; when the synchronous ``Memory`` runs a
@@ -12,17 +13,24 @@ caught by the store tests, which run every store on both fronts.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
 import psycopg
 import psycopg.sql
-from psycopg_pool import ConnectionPool
+from psycopg import sql
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from ..inline import Ready
 
-__all__ = ["InlineConn", "InlineCursor", "open_sync_pool"]
+__all__ = [
+    "InlineConn",
+    "InlineCursor",
+    "open_async_pool",
+    "open_sync_pool",
+    "session_settings",
+]
 
 Row = tuple[Any, ...]
 Query = str | bytes | psycopg.sql.SQL | psycopg.sql.Composed
@@ -116,5 +124,43 @@ def open_sync_pool(
         pool.open(wait=True, timeout=timeout)
     except BaseException:
         pool.close()
+        raise
+    return pool
+
+
+def session_settings(settings: Mapping[str, int], schema: str) -> list[sql.Composed | sql.SQL]:
+    """The statements every new connection runs: timeouts, UTC, the store's schema."""
+    out: list[sql.Composed | sql.SQL] = [
+        sql.SQL("SET {} = {}").format(sql.SQL(name), sql.Literal(value))
+        for name, value in settings.items()
+    ]
+    out.append(sql.SQL("SET TIME ZONE 'UTC'"))
+    out.append(sql.SQL("SET search_path = {}").format(sql.Identifier(schema)))
+    return out
+
+
+async def open_async_pool(
+    url: str,
+    *,
+    size: int,
+    timeout: float,
+    configure: Callable[[psycopg.AsyncConnection[Row]], Awaitable[None]],
+    name: str,
+) -> AsyncConnectionPool[psycopg.AsyncConnection[Row]]:
+    """An open async autocommit pool (driver errors propagate; the store translates)."""
+    pool: AsyncConnectionPool[psycopg.AsyncConnection[Row]] = AsyncConnectionPool(
+        url,
+        min_size=1,
+        max_size=size,
+        open=False,
+        kwargs={"autocommit": True},
+        configure=configure,
+        timeout=timeout,
+        name=name,
+    )
+    try:
+        await pool.open(wait=True, timeout=timeout)
+    except BaseException:
+        await pool.close()
         raise
     return pool
