@@ -36,17 +36,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from retention_cv import GRID, CVResult, Evaluator, cross_validate  # noqa: E402
-from retention_data import ROOT, default_data, load, replay, retention, truncate  # noqa: E402
+from retention_cv import FULL_GRID, GRID, CVResult, Evaluator, cross_validate
+from retention_data import ROOT, default_data, load, replay, retention, truncate
 
-from contextfold.memory import AsyncMemory  # noqa: E402
-from contextfold.messages import Message, StoredMessage  # noqa: E402
-from contextfold.policy import TokenBudget  # noqa: E402
-from contextfold.summarizers.extractive import ExtractiveSummarizer  # noqa: E402
-from contextfold.summarizers.weights import DEFAULT_WEIGHTS  # noqa: E402
-from contextfold.testing.messy_chats import messy_chats  # noqa: E402
-from contextfold.testing.planted import ChatScore, PlantedChat, score  # noqa: E402
-from contextfold.tokens import TokenCounter, count_message, get_counter  # noqa: E402
+from contextfold.memory import AsyncMemory
+from contextfold.messages import Message, StoredMessage
+from contextfold.policy import TokenBudget
+from contextfold.summarizers.extractive import ExtractiveSummarizer
+from contextfold.summarizers.weights import DESIGN_WEIGHTS
+from contextfold.testing.messy_chats import messy_chats
+from contextfold.testing.planted import ChatScore, PlantedChat, score
+from contextfold.tokens import TokenCounter, count_message, get_counter
 
 RESULTS = ROOT / "benchmarks" / "results" / "retention.md"
 
@@ -62,7 +62,8 @@ def locomo_section(args: argparse.Namespace, counter: TokenCounter) -> tuple[lis
     ev = Evaluator(args.data, args.budgets, args.jobs, args.tokenizer)
     print(f"LoCoMo cross-validation ({len(ev.convs)} conversations, cache {ev.cache_path})",
           flush=True)
-    result = cross_validate(ev, passes=args.passes)
+    grid = FULL_GRID if args.grid == "full" else GRID
+    result = cross_validate(ev, passes=args.passes, grid=grid)
     convs = ev.convs
     trunc = []
     trunc_conv: list[list[float]] = []
@@ -87,7 +88,7 @@ def locomo_section(args: argparse.Namespace, counter: TokenCounter) -> tuple[lis
         f"## LoCoMo dev ({n} conversations): answers kept",
         "",
         "Weights chosen by leave-one-conversation-out cross-validation (coordinate ascent "
-        f"over {len(GRID)} weights, {args.passes} pass(es), {result.configs} weight "
+        f"over {len(grid)} weights, {args.passes} pass(es), {result.configs} weight "
         "configurations replayed). *In-sample*: the weights chosen on all five (shipped). "
         "*Held-out*: each conversation scored with the weights chosen on the other four. "
         "Pooled = answers kept / answers present over all conversations; mean = mean of "
@@ -125,10 +126,10 @@ def locomo_section(args: argparse.Namespace, counter: TokenCounter) -> tuple[lis
         "| weight | design | in-sample | " + " | ".join(result.conversations) + " |",
         "|---|---:|---:|" + "---:|" * n,
         *(
-            f"| {p} | {getattr(DEFAULT_WEIGHTS, p)} | {getattr(result.chosen['all'], p)} | "
+            f"| {p} | {getattr(DESIGN_WEIGHTS, p)} | {getattr(result.chosen['all'], p)} | "
             + " | ".join(str(getattr(result.chosen[s], p)) for s in result.conversations)
             + " |"
-            for p in GRID
+            for p in grid
         ),
         "",
     ]
@@ -297,6 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tokenizer", default="o200k")
     parser.add_argument("--sets", default="locomo,messy,languages,timing")
     parser.add_argument("--passes", type=int, default=1)
+    parser.add_argument("--grid", choices=("main", "full"), default="main")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--ablations", action="store_true")
     parser.add_argument("--no-write", action="store_true")

@@ -1,11 +1,14 @@
 """Leave-one-conversation-out cross-validation of the extractive summarizer's weights.
 
 Every weight in :class:`~contextfold.summarizers.weights.Weights` that LoCoMo can inform
-has a small set of candidate values (the design value and one either side). A
-*selection* starts at the design values and does coordinate ascent: for each weight in
-turn, the candidate with the best mean retention over its training conversations (mean
-over conversations and budgets) is kept; ties keep the current value. Six selections run
-in lock-step: one per held-out conversation (trained on the other four) and one on all
+has a small set of candidate values (the design value and one either side, ``FULL_GRID``);
+by default the nine that move retention most are searched (``GRID``) and the other five
+keep their design values (``--grid full`` searches all fourteen; on the shared 2-core
+machine that did not fit in the session). A *selection*
+starts at the design values (``DESIGN_WEIGHTS``) and does coordinate ascent: for each
+weight in turn, the candidate with the best mean retention over its training conversations
+(mean over conversations and budgets) is kept; ties keep the current value. Six selections
+run in lock-step: one per held-out conversation (trained on the other four) and one on all
 five (the in-sample choice, which is what contextfold ships). A conversation's held-out
 retention is what its own selection's weights keep on it.
 
@@ -30,11 +33,12 @@ from retention_data import Conversation, load, replay, retention
 
 from contextfold.policy import TokenBudget
 from contextfold.summarizers.extractive import ExtractiveSummarizer
-from contextfold.summarizers.weights import DEFAULT_WEIGHTS, Weights
+from contextfold.summarizers.weights import DESIGN_WEIGHTS, Weights
 from contextfold.tokens import get_counter
 
-#: Candidate values per weight (the design value is in the middle).
-GRID: dict[str, tuple[float, ...]] = {
+#: Candidate values per weight (the design value is in the middle). ``--grid full``
+#: searches every weight; the default searches the nine that move retention most.
+FULL_GRID: dict[str, tuple[float, ...]] = {
     "day": (1.5, 3.0, 5.0),
     "cue": (0.25, 0.5, 1.0),
     "max_cues": (2, 3, 5),
@@ -50,8 +54,13 @@ GRID: dict[str, tuple[float, ...]] = {
     "number": (1.5, 2.0, 3.0),
     "time": (1.0, 1.5, 2.5),
 }
+_MAIN = ("day", "cue", "generic", "question", "reaction", "fact_cost", "min_gain",
+         "rarity", "entity")
+GRID: dict[str, tuple[float, ...]] = {k: FULL_GRID[k] for k in _MAIN}
+# The summarizer's behaviour for explicit weights (weights.py only holds the defaults,
+# and every cached run names its weights).
 _SOURCES = ("extractive.py", "salience.py", "facts.py", "dates.py", "languages.py",
-            "corrections.py", "weights.py")
+            "corrections.py")
 
 _convs: list[Conversation] = []
 _tokenizer = "o200k"
@@ -59,7 +68,7 @@ _tokenizer = "o200k"
 
 def code_hash() -> str:
     """Hash of the summarizer's source (the cache is valid only for the same code)."""
-    import contextfold.summarizers as pkg
+    import contextfold.summarizers.extractive as pkg
 
     base = Path(pkg.__file__).parent
     digest = hashlib.sha256()
@@ -142,16 +151,17 @@ class Evaluator:
         return statistics.fmean(self.share(weights, c, b) for c in convs for b in self.budgets)
 
 
-def cross_validate(ev: Evaluator, passes: int = 1, log: Any = print) -> CVResult:
+def cross_validate(ev: Evaluator, passes: int = 1, log: Any = print,
+                   grid: dict[str, tuple[float, ...]] | None = None) -> CVResult:
     n = len(ev.convs)
     names = [c.sample_id for c in ev.convs]
     training: dict[str, list[int]] = {"all": list(range(n))}
     for i, name in enumerate(names):
         training[name] = [j for j in range(n) if j != i]
-    current = dict.fromkeys(training, DEFAULT_WEIGHTS)
-    ev.ensure([DEFAULT_WEIGHTS])
+    current = dict.fromkeys(training, DESIGN_WEIGHTS)
+    ev.ensure([DESIGN_WEIGHTS])
     for p in range(passes):
-        for param, values in GRID.items():
+        for param, values in (grid or GRID).items():
             candidates = {
                 sel: [w.with_(**{param: type(getattr(w, param))(v)}) for v in values]
                 for sel, w in current.items()

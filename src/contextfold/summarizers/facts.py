@@ -35,7 +35,7 @@ _DATED_LINE = re.compile(
 )
 _SPEAKER_LINE = re.compile(r"^(?P<speaker>[^:\n—]{1,60}): (?P<body>.+)$")
 _BAD_SPEAKER = re.compile(r"[:\n\r\t—]+")
-_TERMINAL = (".", "!", "?", "…", '"', "'", "”", "’", ")")
+_TERMINAL = (".", "!", "?", "…", '"', "'", "”", "’", ")", "»", "。", "！", "？", "؟", "।")
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,7 +49,20 @@ _ABBREVIATIONS = _wordset(
 # A sentence ends after . ! ? … (and closing quotes/brackets) followed by space, right
 # after a full-width CJK terminal or an Arabic/Devanagari one, or at a line break.
 _SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]»]*\s+|(?<=[。！？؟।])\s*|\n+")
-_ORDINAL_END = re.compile(r"(?<![\d.])\d{1,2}\.$")
+# "am 14. März", "3 Mart" (tr writes "3. kat"), "le 1er mai": a day number with a period
+# does not end a sentence when a month name follows.
+_ORDINAL_END = re.compile(r"(?:^|\s)\d{1,2}\.$")
+_MONTH_NAMES = _wordset(
+    """
+    january february march april may june july august september october november december
+    januar februar märz mai juni juli oktober dezember jänner
+    ocak şubat mart nisan mayıs haziran temmuz ağustos eylül ekim kasım aralık
+    enero febrero marzo abril mayo junio julio agosto septiembre setiembre octubre
+    noviembre diciembre janvier février mars avril juin juillet août septembre octobre
+    novembre décembre января февраля марта апреля мая июня июля августа сентября октября
+    ноября декабря
+    """
+)
 _WORD = re.compile(r"[^\W_]+(?:['’.\-][^\W_]+)*")
 _SPACES = re.compile(r"\s+")
 
@@ -223,7 +236,12 @@ def split_sentences(text: str) -> list[str]:
             last = piece.rsplit(None, 1)[-1].rstrip(".").lower()
             if last in _ABBREVIATIONS or (len(last) == 1 and last.isalpha()):
                 continue
-            if _ORDINAL_END.search(piece):  # "am 14. März", "3. kat"
+            following = text[match.end() :].split(None, 1)
+            if (
+                following
+                and _ORDINAL_END.search(piece)
+                and following[0].strip(".,;:!?").lower() in _MONTH_NAMES
+            ):
                 continue
         out.append(_SPACES.sub(" ", piece))
         start = match.end()
@@ -250,7 +268,7 @@ def compress(
         return ""
     text = _LEADING_FILLER.sub("", text).strip()
     text = _INLINE_FILLER.sub("", text)
-    text = _TRAILING_TAG.sub(r"\1", text).strip()
+    text = _TRAILING_TAG.sub(_untag, text).strip()
     lowered = [n.lower() for n in names if len(n) >= 3]
     vocative = _TRAILING_VOCATIVE.search(text)
     if vocative is not None and _addresses(vocative.group(1), lowered):
@@ -272,6 +290,13 @@ def compress(
     if text[0].islower() and not sentence.strip()[:1].islower():
         text = text[0].upper() + text[1:]
     return text
+
+
+def _untag(match: re.Match[str]) -> str:
+    """Drop a trailing tag; a question mark that belonged to it ("…, you know?", "…,
+    right?") goes with it: the statement before it was not a question."""
+    punct = match.group(1)
+    return punct.replace("?", "") or ("." if "?" in punct else "")
 
 
 def informative(

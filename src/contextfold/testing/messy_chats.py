@@ -172,9 +172,9 @@ def messy_chat(index: int, seed: int = 2026) -> PlantedChat:
                                               for _ in range(n)], None))
         for item in plan.get(day, []):
             bursts.insert(rng.randrange(len(bursts) + 1), item)
-        for who, lines, fact in bursts:
+        for who, said, fact in bursts:
             name = rng.choice(forms[who])
-            for line in lines:
+            for line in said:
                 when += timedelta(seconds=rng.randrange(5, 60))
                 messages.append(Message(role="user" if who == 0 else "assistant",
                                         name=name, content=line, timestamp=when))
