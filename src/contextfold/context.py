@@ -426,27 +426,27 @@ class LiveView:
 
         # Not even that fits: cut the largest texts in it (head + tail), in the view.
         room_bare = budget - used
-        for with_summary in options:
+        for a, with_summary in [(a, w) for a in dict.fromkeys((required, last_start))
+                                for w in options]:
             room = budget - used - (summary_tokens if with_summary else 0)
             if with_summary and room < room_bare // 2:
                 continue  # keeping the summary would leave the newest messages too little
-            for a in dict.fromkeys((required, last_start)):
-                body = self._body(a, b)
-                sizes = [
-                    (self._view[i + 1] - self._view[i]) if i < b else items[i].tokens
-                    for i in range(a, n)
-                ]
-                fit = elide(
-                    counter,
-                    body,
-                    [m.seq for m in items[a:]],
-                    sizes,
-                    room - (bridge_tokens if bridged(a) else 0),
-                    notes=lambda i, a=a: self._note(items[a + i]),  # type: ignore[misc]
-                    cache=self._cut_texts,
-                )
-                if fit is not None:
-                    return done(a, with_summary, fit[0], fit[2], fit[1])
+            body = self._body(a, b)
+            sizes = [
+                (self._view[i + 1] - self._view[i]) if i < b else items[i].tokens
+                for i in range(a, n)
+            ]
+            fit = elide(
+                counter,
+                body,
+                [m.seq for m in items[a:]],
+                sizes,
+                room - (bridge_tokens if bridged(a) else 0),
+                notes=lambda i, a=a: self._note(items[a + i]),  # type: ignore[misc]
+                cache=self._cut_texts,
+            )
+            if fit is not None:
+                return done(a, with_summary, fit[0], fit[2], fit[1])
         newest = items[-1]
         raise ValidationError(
             f"the newest message (seq {newest.seq}, {newest.tokens} tokens) cannot be shown "
