@@ -38,7 +38,7 @@ from .errors import ConfigError, ValidationError
 from .masking import Masking, mask_call, stand_in
 from .messages import Message, StoredMessage, ToolCall
 from .policy import FoldPlan, SessionStats
-from .summarizers.agent_state import key_facts
+from .summarizers.agent_state import DEFAULT_FACT_CHARS, facts_and_failure
 from .tokens import REPLY_PRIMING_TOKENS, TokenCounter, count_message
 
 __all__ = [
@@ -160,7 +160,8 @@ class LiveView:
         self.masking = masking
         #: seq -> (source message, shown message, its tokens): survives rebuilds
         self._forms: dict[int, tuple[Message, Message, int]] = {}
-        self._notes: dict[int, str] = {}  # seq -> key facts for an elision marker
+        #: seq -> (source, (key facts, failed)): for stand-ins and elision markers
+        self._notes: dict[int, tuple[Message, tuple[list[str], bool]]] = {}
         self._cut_texts: dict[tuple[int, int, int], str] = {}  # elided texts, by share
         self._system: tuple[str, Message, int] | None = None
         self._reset()
@@ -264,7 +265,7 @@ class LiveView:
                 if msg.role == "tool":
                     call = self._call_for.get(i)
                     if m.maskable(call.name if call is not None else msg.name):
-                        shown = stand_in(msg, item.seq, call, m)
+                        shown = stand_in(msg, item.seq, call, m, self._facts(item))
                 else:
                     shown = mask_call(msg, m)
                 if shown is not msg:
@@ -292,14 +293,18 @@ class LiveView:
     def _body(self, a: int, b: int) -> list[Message]:
         return self._shown[a:b] + self._orig[b:] if a < b else self._orig[a:]
 
+    def _facts(self, item: StoredMessage) -> tuple[list[str], bool]:
+        """A tool result's key facts and failure flag, made once per message (shared by
+        its stand-in and its elision marker)."""
+        hit = self._notes.get(item.seq)
+        if hit is None or hit[0] is not item.message:
+            chars = self.masking.fact_chars if self.masking is not None else DEFAULT_FACT_CHARS
+            hit = self._notes[item.seq] = (item.message, facts_and_failure(item.text, chars))
+        return hit[1]
+
     def _note(self, item: StoredMessage) -> str:
-        """Key facts of a tool result, for the marker when it is elided (made once)."""
-        if item.role != "tool":
-            return ""
-        note = self._notes.get(item.seq)
-        if note is None:
-            note = self._notes[item.seq] = "; ".join(key_facts(item.text, 200))
-        return note
+        """Key facts of a tool result, for the marker when it is elided."""
+        return "; ".join(self._facts(item)[0]) if item.role == "tool" else ""
 
     # -- assembling --------------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from .errors import ConfigError
 from .messages import Message, ToolCall
-from .summarizers.agent_state import DEFAULT_FACT_CHARS, call_signature, is_failure, key_facts
+from .summarizers.agent_state import DEFAULT_FACT_CHARS, call_signature, facts_and_failure
 
 __all__ = ["Masking", "mask_call", "stand_in"]
 
@@ -68,18 +68,21 @@ class Masking:
         return tool_name not in self.exclude_tools
 
 
-def stand_in(message: Message, seq: int, call: ToolCall | None, masking: Masking) -> Message:
+def stand_in(message: Message, seq: int, call: ToolCall | None, masking: Masking,
+             facts: tuple[list[str], bool] | None = None) -> Message:
     """The stand-in shown for the tool result ``message`` (stored as ``seq``), answering
-    the same call. Depends only on its arguments, so it never changes."""
+    the same call. Depends only on its arguments, so it never changes. ``facts``: the
+    result's :func:`facts_and_failure` at ``masking.fact_chars``, if already made."""
     name = call.name if call is not None else (message.name or "tool")
-    facts = "; ".join(key_facts(message.text, masking.fact_chars)) or "no key facts"
-    status = " It reported a failure." if is_failure(message.text) else ""
+    found, failed = facts or facts_and_failure(message.text, masking.fact_chars)
+    text_facts = "; ".join(found) or "no key facts"
+    status = " It reported a failure." if failed else ""
     called = ""
     if call is not None and not masking.keep_call_args:
         called = f" Called as {call_signature(call.name, call.arguments, 200)}."
     text = (
         f"{STAND_IN_PREFIX}; the full result is stored as seq {seq}] "
-        f"{name}:{called}{status} {facts}"
+        f"{name}:{called}{status} {text_facts}"
     )
     return Message(
         role="tool",

@@ -37,6 +37,7 @@ __all__ = [
     "agent_records",
     "call_signature",
     "drop_superseded",
+    "facts_and_failure",
     "is_failure",
     "key_facts",
     "observation_line",
@@ -48,6 +49,8 @@ DEFAULT_FACT_CHARS = 320
 _MAX_VALUE_CHARS = 60
 _MAX_ERROR_CHARS = 160
 _MAX_NODES = 5000  # JSON nodes visited per result: bounded work on huge outputs
+_SCAN_CHARS = 12000  # characters of a text result scanned (its start and its end)
+_MAX_VALUES = 48  # values kept per label (far more than a stand-in shows)
 
 _ERROR_KEY = re.compile(r"(?:^|_)(?:error|errors|exception|traceback|failure|fault)$", re.I)
 _STATUS_KEY = re.compile(
@@ -76,6 +79,7 @@ _DATE = re.compile(
 _IDENT = re.compile(
     r"(?<![\w/.-])(?=[\w.-]*\d)(?=[\w.-]*[A-Za-z])[A-Za-z0-9][\w.-]{2,62}[A-Za-z0-9](?![\w/-])"
 )
+_TOKEN = re.compile(r"(?<![\w/.-])[A-Za-z0-9][\w.-]{2,62}[A-Za-z0-9](?![\w/-])")
 _PATH = re.compile(r"(?<![\w/])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+(?::\d+)?|\b[\w-]+\.[a-z]{1,5}:\d+")
 _MONEY = re.compile(r"[$€£¥]\s?\d[\d,]*(?:\.\d+)?|\b\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|%)")
 _KV_LINE = re.compile(r"^\s*([A-Za-z][\w .-]{0,30}?)\s*[:=]\s*(\S[^\n]{0,58})\s*$")
@@ -88,11 +92,26 @@ _SENTENCE_BREAK = re.compile(r"[.!?…]+([\"'”’)\]]*)(?:\s+|$)")
 _SPACES = re.compile(r"\s+")
 #: Marks a clipped value; not a sentence end, so a summary line stays one fact.
 _MORE = "⋯"
-_STRONG_ERROR = re.compile(r"\w*(?:Error|Exception)\b|\b(?:FAILED|FAIL|FATAL|ERROR|Fatal|panic)\b")
-_ANY_ERROR_LINE = re.compile(
-    r"^[^\n]*?(?:(?i:" + _ERROR_LINE.pattern + r")|" + _STRONG_ERROR.pattern + r")[^\n]*$",
-    re.M,
-)
+_STRONG_ERROR = re.compile(r"(?:Error|Exception)\b|\b(?:FAILED|FAIL|FATAL|ERROR|Fatal|panic)\b")
+_ANY_ERROR = re.compile(r"(?i:" + _ERROR_LINE.pattern + r")|" + _STRONG_ERROR.pattern)
+
+
+def _error_lines(text: str) -> list[str]:
+    """The lines holding an error word, in order (one regex pass over the text, then each
+    hit widened to its line)."""
+    out: list[str] = []
+    end = -1
+    for match in _ANY_ERROR.finditer(text):
+        if match.start() <= end:
+            continue  # this line is already taken
+        start = text.rfind("\n", 0, match.start()) + 1
+        end = text.find("\n", match.end())
+        end = len(text) if end < 0 else end
+        line = text[start:end].strip()
+        if line:
+            out.append(line)
+    return out
+
 _RANKS = ("error", "id", "status", "date", "amount", "other")
 
 
@@ -133,8 +152,10 @@ class _Facts:
             self.seen = set()
         if value in self.seen:
             return  # shown once, under the label it came with first
-        self.seen.add(value)
-        self.items.setdefault((_RANKS.index(rank), label), []).append(value)
+        values = self.items.setdefault((_RANKS.index(rank), label), [])
+        if len(values) < _MAX_VALUES:
+            self.seen.add(value)
+            values.append(value)
 
 
 def _label(path: Sequence[str]) -> str:
@@ -207,8 +228,10 @@ def _walk_json(value: Any, path: list[str], facts: _Facts, budget: list[int]) ->
 
 
 def _text_facts(text: str, facts: _Facts) -> None:
+    if len(text) > _SCAN_CHARS:  # bounded work: the start and the (most recent) end
+        text = text[: _SCAN_CHARS // 3] + "\n" + text[-2 * _SCAN_CHARS // 3:]
     lines = [ln for ln in text.splitlines() if ln.strip()]
-    errors = [m.group().strip() for m in _ANY_ERROR_LINE.finditer(text)]  # one pass, in C
+    errors = _error_lines(text)
     if errors:
         facts.failed = True
         strong = [ln for ln in errors if _STRONG_ERROR.search(ln)]
@@ -234,9 +257,11 @@ def _text_facts(text: str, facts: _Facts) -> None:
         facts.add("amount", "amounts", match.group().replace(" ", ""))
     for match in _PATH.finditer(head):
         facts.add("id", "paths", match.group())
-    for match in _IDENT.finditer(head):
-        if not _DATE.fullmatch(match.group()):
-            facts.add("id", "ids", match.group())
+    for match in _TOKEN.finditer(head):  # cheap tokens, then the identifier test
+        token = match.group()
+        if (any(c.isdigit() for c in token) and any(c.isalpha() for c in token)
+                and not _DATE.fullmatch(token)):
+            facts.add("id", "ids", token)
 
 
 def _render(facts: _Facts, max_chars: int) -> list[str]:
@@ -262,6 +287,11 @@ def _render(facts: _Facts, max_chars: int) -> list[str]:
 
 
 def key_facts(text: str, max_chars: int = DEFAULT_FACT_CHARS) -> list[str]:
+    """See :func:`facts_and_failure` (the facts alone)."""
+    return facts_and_failure(text, max_chars)[0]
+
+
+def facts_and_failure(text: str, max_chars: int = DEFAULT_FACT_CHARS) -> tuple[list[str], bool]:
     """The key facts of one tool result as ``label: value, value`` items, most important
     first (errors, identifiers, statuses, dates, amounts), within about ``max_chars``.
 
@@ -277,7 +307,7 @@ def key_facts(text: str, max_chars: int = DEFAULT_FACT_CHARS) -> list[str]:
             facts.add("other", "value", _clip(str(value), _MAX_VALUE_CHARS))
     else:
         _text_facts(text, facts)
-    return _render(facts, max_chars)
+    return _render(facts, max_chars), facts.failed
 
 
 def is_failure(text: str) -> bool:
