@@ -147,11 +147,13 @@ def run(db: str, ack_path: str, state_path: str, wrong: bool, seed: int, hold_s:
     state_fd = os.open(state_path, os.O_RDWR | os.O_CREAT, 0o644)
     cls = ClearThenInsertStore if wrong else HookedStore
     store = cls(db, state_fd, rng, hold_s, retention)
-    # A child killed mid-fold keeps its fold lease until it expires, and the campaign's
-    # children live ~40 ms each: a lease of a few folds' length lets the next ones fold
-    # (and a fold that outlives half of it renews or re-takes it before committing).
+    # Every other child folds under the fold lease (the default), the rest without it
+    # (fold_lease_seconds=0): kills land in both kinds of fold. A child killed mid-fold
+    # keeps its lease until it expires and children live ~40 ms, so the lease is a few
+    # folds long (a fold outliving half of it renews or re-takes it before committing).
     memory = AsyncMemory(store, summarizer=ConcatSummarizer(), tokenizer="approx",
-                         policy=MessageCount(6, fold=4, keep_last=1), fold_lease_seconds=0.03)
+                         policy=MessageCount(6, fold=4, keep_last=1),
+                         fold_lease_seconds=0.03 if seed % 2 else 0)
 
     async def main() -> None:
         while True:

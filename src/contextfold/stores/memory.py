@@ -53,6 +53,7 @@ def _atomic(
 class _Session:
     stats: SessionStats
     messages: dict[int, StoredMessage] = field(default_factory=dict)
+    live: list[StoredMessage] = field(default_factory=list)  # seq > through_seq, in order
     ids: dict[str, int] = field(default_factory=dict)
     summary: Summary | None = None
     due_at: datetime | None = None
@@ -92,7 +93,9 @@ class MemoryStore:
         if sess is None:
             sess = self._sessions[session_id] = _Session(stats=stats)
         for seq, item in plan.fresh:
-            sess.messages[seq] = StoredMessage(seq=seq, message=item.message, tokens=item.tokens)
+            stored = StoredMessage(seq=seq, message=item.message, tokens=item.tokens)
+            sess.messages[seq] = stored
+            sess.live.append(stored)
             if item.message.id is not None:
                 sess.ids[item.message.id] = seq
         sess.stats = plan.result.stats
@@ -107,10 +110,7 @@ class MemoryStore:
         sess = self._sessions.get(session_id)
         if sess is None:
             return []
-        # O(live): seqs are dense, so walk from the cursor instead of sorting everything.
-        msgs = sess.messages
-        stats = sess.stats
-        return [msgs[s] for s in range(stats.through_seq + 1, stats.last_seq + 1) if s in msgs]
+        return sess.live.copy()  # kept in step by append and commit_fold
 
     @_atomic
     async def snapshot(self, session_id: str) -> Snapshot | None:
@@ -164,7 +164,7 @@ class MemoryStore:
                 f"fold span {commit.lo}..{commit.hi} does not start at the first live message "
                 f"{stats.through_seq + 1} or passes the last {stats.last_seq}"
             )
-        span = [sess.messages[s] for s in range(commit.lo, commit.hi + 1)]
+        span = sess.live[: commit.hi - commit.lo + 1]  # lo is the first live seq
         folded_tokens = sum(m.tokens for m in span)
         summary = Summary(
             text=commit.text,
@@ -176,6 +176,7 @@ class MemoryStore:
         if self.retention == "delete":
             for s in range(commit.lo, commit.hi + 1):
                 del sess.messages[s]
+        del sess.live[: len(span)]
         sess.summary = summary
         sess.stats = replace(
             stats,
