@@ -13,9 +13,9 @@ locale data (relative words such as "yesterday"/"dün"/"вчера", "last/next 
 "<n> <unit> ago", "in <n> <unit>", with number words), and each phrase found is parsed by
 ``dateparser.parse`` with the message time as ``RELATIVE_BASE``. The granularity follows
 what was said: a day ("7 May 2023"), a week ("week of 1 May 2023"), a month ("June 2023"),
-a year ("2024"). Results are cached per (language, phrase, day), so a fold pays the parse
-once per distinct expression and day; the first use in a process loads dateparser's data
-(about 0.3 s).
+a year ("2024"). dateparser parses each distinct phrase once per weekday (against a
+reference day) and the offset is cached, so a fold only adds offsets to message days; the
+first use of a language in a process loads dateparser's data (0.1-0.3 s).
 
 Without the extra installed, :func:`resolver_for` returns ``None`` and relative dates stay
 as written (the summary line's date still anchors them).
@@ -23,27 +23,30 @@ as written (the summary line's date still anchors them).
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from datetime import date, datetime, timedelta
 from functools import cache, lru_cache
 from typing import Any
 
+from .facts import MONTHS as _MONTH_NAMES
 from .facts import format_day
 
 __all__ = ["DateResolver", "dates_available", "resolver_for"]
 
 _UNITS = ("day", "week", "month", "year")
+_LETTERS = re.compile(r"[^\W\d_]+")
 _MARK = re.compile(r"\((?:week of )?\d{1,2} [A-Z][a-z]+ \d{4}\)|\([A-Z][a-z]+ \d{4}\)|\(\d{4}\)")
 
 
 @cache
 def dates_available() -> bool:
-    """True when ``dateparser`` can be imported."""
+    """True when ``dateparser`` is installed. Only looks it up: the import (about 0.4 s)
+    waits for the first fold that resolves a date."""
     try:
-        import dateparser  # noqa: F401
-    except ImportError:
+        return importlib.util.find_spec("dateparser") is not None
+    except (ImportError, ValueError):  # a broken or blocked install
         return False
-    return True
 
 
 def _plain(pattern: str) -> bool:
@@ -51,15 +54,18 @@ def _plain(pattern: str) -> bool:
 
 
 @cache
-def _phrase_patterns(lang: str) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+def _phrase_patterns(
+    lang: str,
+) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None, frozenset[str]]:
     """Regexes for the relative-date phrases dateparser knows in ``lang``: first the
-    counted ones ("in 2 weeks", "vor zwei Wochen"), then the named ones ("yesterday")."""
+    counted ones ("in 2 weeks", "vor zwei Wochen"), then the named ones ("yesterday");
+    and the *anchor* words, one of which every match contains (a cheap pre-filter)."""
     from dateparser.languages.loader import default_loader
 
     try:
         info: dict[str, Any] = default_loader.get_locale(lang).info
     except Exception:
-        return (None, None)
+        return (None, None, frozenset())
     phrases: set[str] = set()
     for values in info.get("relative-type", {}).values():
         phrases.update(v.lower() for v in values if _plain(v) and len(v) > 2)
@@ -89,16 +95,28 @@ def _phrase_patterns(lang: str) -> tuple[re.Pattern[str] | None, re.Pattern[str]
             return None
         return re.compile(r"(?<![\w])(?:" + "|".join(alts) + r")(?![\w])", re.IGNORECASE)
 
-    return compiled(counted), compiled(named)
+    anchors = {w for p in phrases for w in _LETTERS.findall(p)}
+    anchors.update(
+        w.lower() for unit in _UNITS for u in info.get(unit, []) if len(u) > 2
+        for w in _LETTERS.findall(u)
+    )
+    return compiled(counted), compiled(named), frozenset(anchors)
 
 
-@lru_cache(maxsize=8192)
-def _resolve(lang: str, phrase: str, day: date, counted: bool) -> str | None:
-    """The absolute date ``phrase`` means when said on ``day``, at the granularity said
-    (a counted phrase, "in 2 weeks", names a day)."""
+# Reference days for parsing: one per weekday, mid-month and mid-year, so that month and
+# year arithmetic never clamps (10 June 2024 is a Monday).
+_REFERENCE = date(2024, 6, 10)
+
+
+@lru_cache(maxsize=4096)
+def _shift(lang: str, phrase: str, weekday: int) -> tuple[str, int, int] | None:
+    """What ``phrase`` means said on a day with this ``weekday``: (period, offset in days,
+    offset in months). dateparser parses each phrase once per weekday against a reference
+    day; a fold then only adds offsets (a full dateparser call costs tens of ms)."""
     from dateparser.date import DateDataParser
 
-    base = datetime(day.year, day.month, day.day, 12, 0)
+    ref = _REFERENCE + timedelta(days=weekday)
+    base = datetime(ref.year, ref.month, ref.day, 12, 0)
     try:
         parser = DateDataParser(
             languages=[lang],
@@ -108,19 +126,33 @@ def _resolve(lang: str, phrase: str, day: date, counted: bool) -> str | None:
     except Exception:  # dateparser's own parsing errors: leave the phrase as written
         return None
     when = data.date_obj if data is not None else None
-    if when is None or abs((when.date() - day).days) > 3660:
+    if when is None:
         return None
-    period = str(data.period or "day")
-    if period == "year":
-        return str(when.year)
-    if period == "month":
-        return f"{when:%B} {when.year}"
-    if period in ("day", "time") and when.date() == day:
+    days = (when.date() - ref).days
+    months = (when.year * 12 + when.month) - (ref.year * 12 + ref.month)
+    if abs(days) > 3660:
+        return None
+    return str(data.period or "day"), days, months
+
+
+def _resolve(lang: str, phrase: str, day: date, counted: bool) -> str | None:
+    """The absolute date ``phrase`` means when said on ``day``, at the granularity said
+    (a counted phrase, "in 2 weeks", names a day)."""
+    shift = _shift(lang, phrase, day.weekday())
+    if shift is None:
+        return None
+    period, days, months = shift
+    if period in ("year", "month"):
+        index = day.year * 12 + day.month - 1 + months
+        year, month = divmod(index, 12)
+        return str(year) if period == "year" else f"{_MONTH_NAMES[month]} {year}"
+    when = day + timedelta(days=days)
+    if period in ("day", "time") and when == day:
         return None  # "today", "tonight": the summary line's date already says it
     if period == "week" and not counted:
-        start = when.date() - timedelta(days=when.weekday())
+        start = when - timedelta(days=when.weekday())
         return f"week of {format_day(start)}"
-    return format_day(when.date())
+    return format_day(when)
 
 
 class DateResolver:
@@ -128,12 +160,15 @@ class DateResolver:
 
     def __init__(self, lang: str) -> None:
         self.lang = lang
-        self._patterns = _phrase_patterns(lang)
+        counted, named, self._anchors = _phrase_patterns(lang)
+        self._patterns = (counted, named)
 
     def annotate(self, sentence: str, day: date) -> str:
         """``sentence`` with each relative expression followed by ``(absolute date)``;
         unchanged when it has none, or has been annotated already."""
-        if self._patterns == (None, None) or _MARK.search(sentence):
+        if self._anchors.isdisjoint(_LETTERS.findall(sentence.lower())):
+            return sentence
+        if _MARK.search(sentence):
             return sentence
         found: list[tuple[int, int, str]] = []
         for k, pattern in enumerate(self._patterns):

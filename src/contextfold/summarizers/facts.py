@@ -23,11 +23,11 @@ from .salience import split_sentences
 
 __all__ = ["Fact", "format_day", "parse_summary", "render_summary_text"]
 
-_MONTHS = (
+MONTHS = (
     "January", "February", "March", "April", "May", "June",
     "July", "August", "September", "October", "November", "December",
 )
-_MONTH_INDEX = {m: i + 1 for i, m in enumerate(_MONTHS)}
+_MONTH_INDEX = {m: i + 1 for i, m in enumerate(MONTHS)}
 _DASH = " — "
 _DATED_LINE = re.compile(
     r"^(?P<day>\d{1,2}) (?P<month>[A-Z][a-z]+) (?P<year>\d{4})"
@@ -54,7 +54,7 @@ class Fact:
 
 def format_day(day: date) -> str:
     """``8 May 2023`` — unambiguous, locale-free, and what people write."""
-    return f"{day.day} {_MONTHS[day.month - 1]} {day.year}"
+    return f"{day.day} {MONTHS[day.month - 1]} {day.year}"
 
 
 def day_of(timestamp: datetime | None) -> date | None:

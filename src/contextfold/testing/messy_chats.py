@@ -1,7 +1,8 @@
 """Messy synthetic chats with planted facts: two friends texting for three weeks.
 
-Real chats are not LoCoMo: short lines sent in bursts, lower case, emoji, typos, slang,
-names written "jess" one day and "Jessica" the next, "yesterday" and "next friday", plans
+Real chats are not LoCoMo: short lines sent in bursts, lower case (half the planted
+values too), emoji, typos, slang, gossip full of names and numbers that is not worth
+keeping, names written "jess" one day and "Jessica" the next, "yesterday" and "next friday", plans
 corrected a few days later. :func:`messy_chats` generates such conversations from fixed
 pools and a seeded random generator (same output on every machine), each with about
 sixteen planted facts (:mod:`.planted`): facts split over two or three burst lines, facts
@@ -46,6 +47,18 @@ _FILLER = (
     "haha ok", "the bus was late again", "my boss is being weird", "need more coffee",
     "send pics!", "thats so cute 🥺", "how was ur weekend", "it was chill",
     "i love that song", "did u sleep ok", "not really lol", "same old same old",
+)
+# Lines that look like facts (names, places, numbers) but are not planted: a summarizer
+# that keeps every capitalised word or number cannot keep them all.
+_DISTRACTORS = (
+    "my coworker Dave went to Paris again lol", "watched Dune 2 last night, so good",
+    "the Lakers lost 3 games in a row smh", "my mom called about Aunt Rosa's birthday",
+    "Spotify wrapped says i listened to 40,000 minutes", "Chipotle raised prices again",
+    "my landlord Greg finally fixed the sink", "there's a new Thai place on 5th street",
+    "Kevin from work got a Tesla", "the Apple store was packed", "Netflix canceled Sandman",
+    "gas is $4.10 here now", "my cousin Leo got into UCLA", "iOS 17 broke my alarm",
+    "saw a guy with 3 dogs at Target", "Sarah's party is at 8 i think",
+    "my Uber driver was from Lagos", "the 42 bus skipped my stop", "Costco had a 2 for 1",
 )
 _POOLS: dict[str, tuple[str, ...]] = {
     "name": ("Priya", "Marco", "Ingrid", "Tobias", "Leilani", "Oskar", "Farah", "Yusuf"),
@@ -122,7 +135,8 @@ def messy_chat(index: int, seed: int = 2026) -> PlantedChat:
         rng.shuffle(values)
 
     def take(slot: str) -> str:
-        return pools[slot].pop()
+        value = pools[slot].pop()
+        return value.lower() if rng.random() < 0.5 else value  # "moving to lisbon"
 
     # plan: day → list of (speaker index, lines, fact or None)
     plan: dict[int, list[tuple[int, list[str], PlantedFact | None]]] = {}
@@ -168,7 +182,8 @@ def messy_chat(index: int, seed: int = 2026) -> PlantedChat:
         bursts: list[tuple[int, list[str], PlantedFact | None]] = []
         for _ in range(rng.randrange(20, 34)):
             n = rng.choice((1, 1, 2, 2, 3, 4))
-            bursts.append((rng.randrange(2), [_mess(rng.choice(_FILLER), rng)
+            pool = _DISTRACTORS if rng.random() < 0.3 else _FILLER
+            bursts.append((rng.randrange(2), [_mess(rng.choice(pool), rng)
                                               for _ in range(n)], None))
         for item in plan.get(day, []):
             bursts.insert(rng.randrange(len(bursts) + 1), item)
