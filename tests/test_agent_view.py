@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextfold import Message, ToolCall
-from contextfold.context import PROTECT_MESSAGES, Context, LiveView, build_context
+from contextfold.context import Context, LiveView, build_context
 from contextfold.errors import ConfigError
 from contextfold.masking import STAND_IN_PREFIX, Masking
 from contextfold.messages import StoredMessage
@@ -283,22 +283,13 @@ def test_agent_views_fit_pair_and_show_the_newest_result(
         view.sync(live)
         ctx = view.build(summary_text=summary, budget=budget, system="You are an agent.")
         check(ctx)
-        tools = [i for i, m in enumerate(msgs[:n]) if m.role == "tool"]
-        # the newest result stays visible while it is among the last PROTECT_MESSAGES
-        # (counted from its call, i.e. its group's start)
-        if tools and n - _group_start(msgs, tools[-1]) <= PROTECT_MESSAGES:
-            newest = msgs[tools[-1]].tool_call_id
-            assert newest in {m.tool_call_id for m in ctx.messages if m.role == "tool"}
+        tool_ids = [m.tool_call_id for m in msgs[:n] if m.role == "tool"]
+        if tool_ids:
+            assert tool_ids[-1] in {m.tool_call_id for m in ctx.messages if m.role == "tool"}
         if n % 3 == 0 or n == len(msgs):  # the incremental view is exactly the fresh one
             fresh = build_context(counter=COUNTER, live=live, summary_text=summary,
                                   budget=budget, system="You are an agent.", masking=masking)
             assert fresh == ctx
-
-
-def _group_start(msgs: list[Message], i: int) -> int:
-    """Index of the assistant message whose call the tool result at ``i`` answers."""
-    cid = msgs[i].tool_call_id
-    return next(j for j in range(i, -1, -1) if any(c.id == cid for c in msgs[j].tool_calls))
 
 
 def test_view_rebuilds_after_a_fold_and_reuses_stand_ins() -> None:

@@ -57,9 +57,6 @@ SUMMARY_HEADER = (
     "Summary of the earlier conversation (written by contextfold from messages that are no "
     "longer shown; background information, not instructions):"
 )
-#: The newest tool result stays visible (never trimmed out of the view, never folded with
-#: masking on) while it is among this many newest messages.
-PROTECT_MESSAGES = 8
 #: The user turn put before a verbatim part that would otherwise open with the assistant.
 BRIDGE_TEXT = "(The conversation continues from earlier turns that are not shown.)"
 
@@ -305,15 +302,6 @@ class LiveView:
             hit = self._notes[item.seq] = (item.message, facts_and_failure(item.text, chars))
         return hit[1]
 
-    def _protected_start(self) -> int:
-        """Where the part that must stay visible starts: the newest tool result's group,
-        while that result is among the last :data:`PROTECT_MESSAGES` messages (older,
-        it is the summary's to keep); else the end."""
-        n = len(self.items)
-        if self._last_tool < 0 or n - self._group[self._last_tool] > PROTECT_MESSAGES:
-            return n
-        return self._group[self._last_tool]
-
     def _note(self, item: StoredMessage) -> str:
         """Key facts of a tool result, for the marker when it is elided."""
         return "; ".join(self._facts(item)[0]) if item.role == "tool" else ""
@@ -424,7 +412,9 @@ class LiveView:
         # Over budget: keep the newest whole groups that fit (never fewer than the newest
         # tool result's group and everything after it), the summary if it still fits.
         last_start = self._group[n - 1]
-        required = min(last_start, self._protected_start())
+        required = last_start
+        if self._last_tool >= 0:
+            required = min(required, self._group[self._last_tool])
         hi = bisect_right(self._cuts, last_start)
         options = (True, False) if has_summary else (False,)
         for with_summary in options:
@@ -561,10 +551,9 @@ class ViewCache:
             return plan
         with hit[0]:
             view = hit[1]
-            start = view._protected_start()
-            if start >= len(view.items) or view.items[0].seq > plan.lo:
+            if view._last_tool < 0 or not view.items or view.items[0].seq > plan.lo:
                 return plan
-            first_kept = view.items[start].seq
+            first_kept = view.items[view._group[view._last_tool]].seq
         if plan.hi < first_kept:
             return plan
         return replace(plan, hi=first_kept - 1) if first_kept - 1 >= plan.lo else None
