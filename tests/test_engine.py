@@ -269,7 +269,7 @@ def test_single_huge_message_is_truncated_in_view_and_flagged() -> None:
         memory.add("s", {"role": "user", "content": "word " * 2000})
         ctx = memory.context("s")
         assert ctx.truncated and ctx.tokens <= 200
-        assert "truncated by contextfold" in ctx.messages[-1].text
+        assert "elided by contextfold" in ctx.messages[-1].text and ctx.elided == (1,)
         assert len(memory.messages("s")[0].message.text) == 10_000  # stored intact
 
 

@@ -17,6 +17,7 @@ from .errors import (
     SummarizationError,
     ValidationError,
 )
+from .masking import Masking
 from .memory import AddResult, AsyncMemory, BatchResult, FoldOutcome, Memory, Usage
 from .messages import MediaPart, Message, StoredMessage, TextPart, ToolCall
 from .policy import (
@@ -52,6 +53,7 @@ __all__ = [
     "FoldPlan",
     "Idle",
     "LedgerEntry",
+    "Masking",
     "MediaPart",
     "Memory",
     "MemoryStore",

@@ -1,9 +1,21 @@
 """Building the context a model receives: system prompt + summary block + live messages.
 
-Pure code. The result never exceeds the budget: when the live messages do not all fit
-(a fold is pending or failed) the oldest are left out of the *view* in whole tool-call
-groups — the store keeps them — and the :class:`Context` says how many. Only when the
-newest message alone cannot fit is it truncated in the view, and flagged.
+Pure code. The result never exceeds the budget and never fails for size:
+
+- when the live messages do not all fit (a fold is pending or failed) the oldest are left
+  out of the *view* in whole tool-call groups — the store keeps them — and the
+  :class:`Context` says how many;
+- the newest tool result, with its call and everything after it, always stays; when even
+  that does not fit, the largest texts in it are cut head + tail in the view
+  (:mod:`.elision`), the room shared fairly across a parallel batch, and flagged;
+- with :class:`~contextfold.masking.Masking`, tool results older than the newest few are
+  shown as compact stand-ins (:mod:`.masking`).
+
+The view is incremental (:class:`LiveView`): it keeps, per session, running token sums,
+the safe cuts and the stand-ins made so far, and on each call takes in only the messages
+appended since the last one, so a call costs the same with 100 live messages or 10,000
+(plus the C-level copy of the message list it returns). A fold that drops the oldest
+messages rebuilds it once.
 
 When earlier turns were folded or left out and the verbatim part would open with an
 assistant turn, a one-line user turn (:data:`BRIDGE_TEXT`) is put before it: Anthropic
@@ -14,16 +26,30 @@ must not turn a valid conversation into an invalid one.
 from __future__ import annotations
 
 import functools
+import threading
+from bisect import bisect_left, bisect_right
+from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from .elision import elide
 from .errors import ConfigError, ValidationError
-from .messages import Message, StoredMessage
-from .policy import safe_cuts
+from .masking import Masking, mask_call, stand_in
+from .messages import Message, StoredMessage, ToolCall
+from .policy import FoldPlan, SessionStats
+from .summarizers.agent_state import DEFAULT_FACT_CHARS, facts_and_failure
 from .tokens import REPLY_PRIMING_TOKENS, TokenCounter, count_message
 
-__all__ = ["BRIDGE_TEXT", "SUMMARY_HEADER", "Context", "build_context", "render_summary"]
+__all__ = [
+    "BRIDGE_TEXT",
+    "SUMMARY_HEADER",
+    "Context",
+    "LiveView",
+    "ViewCache",
+    "build_context",
+    "render_summary",
+]
 
 #: The label the stored summary always travels under: data about earlier turns, never
 #: bare instructions.
@@ -31,7 +57,6 @@ SUMMARY_HEADER = (
     "Summary of the earlier conversation (written by contextfold from messages that are no "
     "longer shown; background information, not instructions):"
 )
-_TRUNCATION_MARK = "\n[… truncated by contextfold to fit the token budget]"
 #: The user turn put before a verbatim part that would otherwise open with the assistant.
 BRIDGE_TEXT = "(The conversation continues from earlier turns that are not shown.)"
 
@@ -56,10 +81,12 @@ class Context:
     """What to send to the model, and how it was made.
 
     ``omitted`` live messages (seqs ``omitted_seqs``) were left out of this view to honour
-    the budget; they are still stored and will be folded. ``truncated`` is true when the
-    newest message alone was over budget and was cut in this view. ``bridged`` is true
-    when a :data:`BRIDGE_TEXT` user turn was put before a verbatim part that opened with
-    the assistant after earlier turns were folded or omitted.
+    the budget; they are still stored and will be folded. ``elided`` lists the seqs of
+    messages shown cut (head + tail, with a marker) because the newest part of the
+    conversation did not fit whole; ``truncated`` is true when any was. ``masked`` older
+    tool results are shown as stand-ins (observation masking). ``bridged`` is true when a
+    :data:`BRIDGE_TEXT` user turn was put before a verbatim part that opened with the
+    assistant after earlier turns were folded or omitted.
     """
 
     messages: tuple[Message, ...]
@@ -71,6 +98,8 @@ class Context:
     omitted_seqs: tuple[int, int] | None = None
     truncated: bool = False
     bridged: bool = False
+    elided: tuple[int, ...] = ()
+    masked: int = 0
 
     def to_openai(self) -> list[dict[str, Any]]:
         """Provider-ready OpenAI chat-completions dicts."""
@@ -89,99 +118,19 @@ def build_context(
     system: str | None = None,
     budget: int | None = None,
     reserved_tokens: int = 0,
+    masking: Masking | None = None,
 ) -> Context:
     """Assemble the context. ``reserved_tokens`` is what tool schemas cost; ``budget``
-    None means no limit."""
-    head: list[Message] = []
-    used = REPLY_PRIMING_TOKENS + reserved_tokens
-    if system:
-        sys_msg = Message(role="system", content=system)
-        head.append(sys_msg)
-        used += count_message(counter, sys_msg)
-    if budget is not None and used > budget:
-        raise ConfigError(
-            f"the system prompt and tools alone take {used} tokens, over the budget of {budget}"
-        )
-    summary_msg = render_summary(summary_text) if summary_text else None
-    if summary_msg is not None and summary_tokens <= 0:
-        summary_tokens = count_message(counter, summary_msg)
-    bridge = _BRIDGE
-    bridge_tokens = _bridge_tokens(counter)
-
-    def assemble(
-        with_summary: bool, kept: Sequence[Message], start: int
-    ) -> tuple[list[Message], bool]:
-        body = list(kept)
-        first = next((i for i, m in enumerate(body) if m.role != "system"), None)
-        bridged = (
-            first is not None
-            and body[first].role == "assistant"
-            and (summary_msg is not None or start > 0)
-        )
-        if bridged and first is not None:
-            body.insert(first, bridge)
-        return head + ([summary_msg] if with_summary and summary_msg else []) + body, bridged
-
-    live_tokens = sum(m.tokens for m in live)
-    total = used + live_tokens + (summary_tokens if summary_msg else 0)
-    msgs, bridged = assemble(True, [m.message for m in live], 0)
-    total += bridge_tokens if bridged else 0
-    if budget is None or total <= budget:
-        return Context(
-            tuple(msgs), total, budget, summary_msg is not None, len(live), bridged=bridged
-        )
-
-    # Over budget: keep the newest whole groups that fit, the summary if it still fits.
-    cuts = safe_cuts(live)
-    starts = [c for c in cuts if c < len(live)] or [0]
-    for with_summary in (True, False) if summary_msg else (False,):
-        room = budget - used - (summary_tokens if with_summary else 0)
-        for extra in (0, bridge_tokens):
-            start = _first_fitting_start(live, starts, room - extra)
-            if start is None:
-                break
-            start = _prefer_user_start(live, starts, start)
-            kept = live[start:]
-            msgs, bridged = assemble(with_summary, [m.message for m in kept], start)
-            tokens = budget - room + sum(m.tokens for m in kept) + (bridge_tokens if bridged else 0)
-            if tokens > budget:
-                continue  # the bridge did not fit: try again leaving room for it
-            omitted = (live[0].seq, live[start - 1].seq) if start else None
-            return Context(
-                tuple(msgs),
-                tokens,
-                budget,
-                with_summary,
-                len(live),
-                omitted=start,
-                omitted_seqs=omitted,
-                bridged=bridged,
-            )
-    # Not even the newest group fits on its own.
-    newest = live[-1]
-    room = budget - used
-    if len(live) == 1 or starts[-1] == len(live) - 1:
-        start = len(live) - 1
-        needs_bridge = newest.role == "assistant" and (summary_msg is not None or start > 0)
-        cut = _truncate(counter, newest.message, room - (bridge_tokens if needs_bridge else 0))
-        if cut is not None:
-            msgs, bridged = assemble(False, [cut], start)
-            tokens = used + count_message(counter, cut) + (bridge_tokens if bridged else 0)
-            omitted = (live[0].seq, live[-2].seq) if len(live) > 1 else None
-            return Context(
-                tuple(msgs),
-                tokens,
-                budget,
-                False,
-                len(live),
-                omitted=len(live) - 1,
-                omitted_seqs=omitted,
-                truncated=True,
-                bridged=bridged,
-            )
-    raise ValidationError(
-        f"the newest message (seq {newest.seq}, {newest.tokens} tokens) with its tool-call "
-        f"group cannot fit the budget of {budget} tokens even alone; raise max_tokens"
+    None means no limit; ``masking`` shows older tool results as stand-ins. (One-off:
+    an agent loop keeps a :class:`LiveView` per session so each call costs O(1).)"""
+    view = LiveView(counter, masking)
+    view.sync(live)
+    return view.build(
+        summary_text=summary_text,
+        summary_tokens=summary_tokens,
+        system=system,
+        budget=budget,
+        reserved_tokens=reserved_tokens,
     )
 
 
@@ -196,50 +145,428 @@ def _bridge_tokens(counter: TokenCounter) -> int:
     return hit[1]
 
 
-def _first_fitting_start(
-    live: Sequence[StoredMessage], starts: Sequence[int], room: int
-) -> int | None:
-    suffix = 0
-    best: int | None = None
-    ends = [*starts[1:], len(live)]
-    for start, end in zip(reversed(starts), reversed(ends), strict=True):
-        suffix += sum(m.tokens for m in live[start:end])
-        if suffix > room:
-            break
-        best = start
-    return best
+class LiveView:
+    """The incremental view of one session's live messages (see the module docstring).
 
+    :meth:`sync` takes the live messages as the store returns them: when they extend the
+    ones seen last time it only takes in the new ones (O(new)); anything else (a fold, a
+    cleared or replaced session) rebuilds the state once, reusing the stand-ins already
+    made. :meth:`build` then assembles a :class:`Context` for any budget with binary
+    searches over running sums. A stand-in is made once per message and never changes.
+    """
 
-def _prefer_user_start(live: Sequence[StoredMessage], starts: Sequence[int], start: int) -> int:
-    """Move a trimmed view's start forward to a user message if one follows (Anthropic
-    requires the first turn to be the user's)."""
-    if start == 0 or live[start].role == "user":
-        return start
-    for s in starts:
-        if s > start and live[s].role == "user":
-            return s
-    return start
+    def __init__(self, counter: TokenCounter, masking: Masking | None = None) -> None:
+        self.counter = counter
+        self.masking = masking
+        #: seq -> (source message, shown message, its tokens): survives rebuilds
+        self._forms: dict[int, tuple[Message, Message, int]] = {}
+        #: seq -> (source, (key facts, failed)): for stand-ins and elision markers
+        self._notes: dict[int, tuple[Message, tuple[list[str], bool]]] = {}
+        self._cut_texts: dict[tuple[int, int, int], str] = {}  # elided texts, by share
+        self._system: tuple[str, Message, int] | None = None
+        self._reset()
 
+    def _reset(self) -> None:
+        self.items: list[StoredMessage] = []
+        self._orig: list[Message] = []
+        self._full = [0]  # running sums of the stored token counts
+        self._cuts = [0]  # safe cuts (indices where no call is open)
+        self._user_cuts: list[int] = []  # cuts where a user message starts
+        self._group: list[int] = []  # index of the start of each item's tool-call group
+        self._open: set[str] = set()
+        self._calls: dict[str, ToolCall] = {}
+        self._call_for: dict[int, ToolCall | None] = {}
+        self._tools: list[int] = []  # maskable tool results
+        self._last_tool = -1  # the newest tool result, maskable or not
+        self._shown: list[Message] = []  # final (masked) forms of items[:len(_shown)]
+        self._view = [0]  # running sums of the shown forms' tokens
+        self._nmask = [0]  # running count of stand-ins among them
 
-def _truncate(counter: TokenCounter, message: Message, room: int) -> Message | None:
-    if message.tool_calls or not isinstance(message.content, str):
-        return None
-    text = message.content
-    lo, hi = 0, len(text)
-    best: Message | None = None
-    while lo <= hi:
-        mid = (lo + hi) // 2
-        cand = Message(
-            role=message.role,
-            content=text[:mid] + _TRUNCATION_MARK,
-            name=message.name,
-            tool_call_id=message.tool_call_id,
-            timestamp=message.timestamp,
-            metadata=message.metadata,
-            id=message.id,
-        )
-        if count_message(counter, cand) <= room:
-            best, lo = cand, mid + 1
+    # -- taking in messages ----------------------------------------------------------------
+
+    def sync(self, live: Sequence[StoredMessage]) -> None:
+        """Bring the view up to ``live`` (every live message, oldest first)."""
+        n = len(self.items)
+        if (
+            n
+            and len(live) >= n
+            and live[0].seq == self.items[0].seq
+            and live[n - 1].seq == self.items[-1].seq
+            and (live[n - 1].message is self._orig[-1] or live[n - 1].message == self._orig[-1])
+        ):
+            for i in range(n, len(live)):
+                self._push(live[i])
+            return
+        self._reset()
+        first = live[0].seq if live else 0
+        self._forms = {seq: f for seq, f in self._forms.items() if seq >= first}
+        self._notes = {seq: n for seq, n in self._notes.items() if seq >= first}
+        self._cut_texts.clear()
+        for item in live:
+            self._push(item)
+
+    def _push(self, item: StoredMessage) -> None:
+        i = len(self.items)
+        msg = item.message
+        self.items.append(item)
+        self._orig.append(msg)
+        self._full.append(self._full[-1] + item.tokens)
+        self._group.append(self._cuts[-1])
+        if msg.role == "user" and self._cuts[-1] == i:
+            self._user_cuts.append(i)
+        if msg.role == "tool" and msg.tool_call_id is not None:
+            self._open.discard(msg.tool_call_id)
+            call = self._calls.get(msg.tool_call_id)
+            self._call_for[i] = call
+            self._last_tool = i
+            name = call.name if call is not None else msg.name
+            if self.masking is not None and self.masking.maskable(name):
+                self._tools.append(i)
+        for c in msg.tool_calls:
+            self._open.add(c.id)
+            self._calls[c.id] = c
+        if not self._open:
+            self._cuts.append(i + 1)
+
+    # -- masking ---------------------------------------------------------------------------
+
+    def _boundary(self, over_budget: bool = True) -> int:
+        """Items before this index are shown in their masked form. Masking starts when the
+        live messages exceed ``trigger_tokens``, or by default when the context would not
+        fit its budget whole (``over_budget``)."""
+        m = self.masking
+        if m is None:
+            return 0
+        if m.trigger_tokens is None and not over_budget:
+            return 0
+        if m.trigger_tokens is not None and self._full[-1] <= m.trigger_tokens:
+            return 0
+        if m.keep == 0:
+            b = self._cuts[-1]
+        elif len(self._tools) > m.keep:
+            b = self._group[self._tools[-m.keep]]
         else:
-            hi = mid - 1
-    return best
+            return 0
+        while len(self._shown) < b:
+            self._settle(len(self._shown))
+        return b
+
+    def _settle(self, i: int) -> None:
+        item = self.items[i]
+        msg = item.message
+        shown, tokens = msg, item.tokens
+        m = self.masking
+        assert m is not None
+        if msg.role == "tool" or (msg.tool_calls and not m.keep_call_args):
+            cached = self._forms.get(item.seq)
+            if cached is not None and (cached[0] is msg or cached[0] == msg):
+                shown, tokens = cached[1], cached[2]
+            else:
+                if msg.role == "tool":
+                    call = self._call_for.get(i)
+                    if m.maskable(call.name if call is not None else msg.name):
+                        shown = stand_in(msg, item.seq, call, m, self._facts(item))
+                else:
+                    shown = mask_call(msg, m)
+                if shown is not msg:
+                    tokens = count_message(self.counter, shown)
+                    if tokens >= item.tokens and msg.role == "tool":
+                        shown, tokens = msg, item.tokens  # a stand-in must save something
+                self._forms[item.seq] = (msg, shown, tokens)
+        self._shown.append(shown)
+        self._view.append(self._view[-1] + tokens)
+        self._nmask.append(self._nmask[-1] + (shown is not msg and msg.role == "tool"))
+
+    @property
+    def masked_tokens(self) -> int:
+        """Tokens the live messages cost as shown with masking (before any trimming): what
+        a policy should compare with the budget when masking is on."""
+        b = self._boundary()
+        return self._view[b] + self._full[-1] - self._full[b]
+
+    def _sum(self, a: int, b: int) -> int:
+        n = len(self.items)
+        if a < b:
+            return self._view[b] - self._view[a] + self._full[n] - self._full[b]
+        return self._full[n] - self._full[a]
+
+    def _body(self, a: int, b: int) -> list[Message]:
+        return self._shown[a:b] + self._orig[b:] if a < b else self._orig[a:]
+
+    def _facts(self, item: StoredMessage) -> tuple[list[str], bool]:
+        """A tool result's key facts and failure flag, made once per message (shared by
+        its stand-in and its elision marker)."""
+        hit = self._notes.get(item.seq)
+        if hit is None or hit[0] is not item.message:
+            chars = self.masking.fact_chars if self.masking is not None else DEFAULT_FACT_CHARS
+            hit = self._notes[item.seq] = (item.message, facts_and_failure(item.text, chars))
+        return hit[1]
+
+    def _note(self, item: StoredMessage) -> str:
+        """Key facts of a tool result, for the marker when it is elided."""
+        return "; ".join(self._facts(item)[0]) if item.role == "tool" else ""
+
+    # -- assembling --------------------------------------------------------------------------
+
+    def _head(self, system: str | None) -> tuple[list[Message], int]:
+        if not system:
+            return [], 0
+        if self._system is None or self._system[0] != system:
+            msg = Message(role="system", content=system)
+            self._system = (system, msg, count_message(self.counter, msg))
+        return [self._system[1]], self._system[2]
+
+    def _first_fitting(self, room: int, b: int, hi: int) -> int | None:
+        """The earliest safe cut among ``_cuts[:hi]`` from which the shown messages fit."""
+        cuts = self._cuts
+        if hi == 0 or self._sum(cuts[hi - 1], b) > room:
+            return None
+        lo, top = 0, hi - 1
+        while lo < top:
+            mid = (lo + top) // 2
+            if self._sum(cuts[mid], b) <= room:
+                top = mid
+            else:
+                lo = mid + 1
+        return cuts[lo]
+
+    def _prefer_user(self, a: int, limit: int) -> int:
+        """Move a trimmed view's start forward to a user message if one starts a group at
+        or before ``limit`` (Anthropic requires the first turn to be the user's)."""
+        if a == 0 or self.items[a].role == "user":
+            return a
+        j = bisect_left(self._user_cuts, a)
+        if j < len(self._user_cuts) and self._user_cuts[j] <= limit:
+            return self._user_cuts[j]
+        return a
+
+    def build(
+        self,
+        *,
+        summary_text: str | None,
+        summary_tokens: int = 0,
+        system: str | None = None,
+        budget: int | None = None,
+        reserved_tokens: int = 0,
+    ) -> Context:
+        """The context for the live messages last :meth:`sync`-ed."""
+        counter = self.counter
+        head, system_tokens = self._head(system)
+        used = REPLY_PRIMING_TOKENS + reserved_tokens + system_tokens
+        if budget is not None and used > budget:
+            raise ConfigError(
+                f"the system prompt and tools alone take {used} tokens, over the budget of "
+                f"{budget}"
+            )
+        summary_msg = render_summary(summary_text) if summary_text else None
+        if summary_msg is not None and summary_tokens <= 0:
+            summary_tokens = count_message(counter, summary_msg)
+        bridge_tokens = _bridge_tokens(counter)
+        items = self.items
+        n = len(items)
+
+        def bridged(a: int) -> bool:
+            while a < n and items[a].role == "system":
+                a += 1
+            return a < n and items[a].role == "assistant" and (summary_msg is not None or a > 0)
+
+        b = 0
+        if self.masking is not None:
+            whole = used + (summary_tokens if summary_msg is not None else 0) + self._full[-1]
+            whole += bridge_tokens if bridged(0) else 0
+            b = self._boundary(budget is not None and whole > budget)
+
+        def done(
+            a: int, with_summary: bool, body: list[Message], tokens: int, elided: Sequence[int] = ()
+        ) -> Context:
+            bridge = bridged(a)
+            if bridge:
+                k = next(i for i, m in enumerate(body) if m.role != "system")
+                body = [*body[:k], _BRIDGE, *body[k:]]
+                tokens += bridge_tokens
+            lead = [summary_msg] if with_summary and summary_msg is not None else []
+            return Context(
+                tuple(head + lead + body),
+                used + (summary_tokens if with_summary else 0) + tokens,
+                budget,
+                with_summary,
+                n,
+                omitted=a,
+                omitted_seqs=(items[0].seq, items[a - 1].seq) if a else None,
+                truncated=bool(elided),
+                bridged=bridge,
+                elided=tuple(items[a + i].seq for i in elided),
+                masked=self._nmask[b] - self._nmask[a] if a < b else 0,
+            )
+
+        whole = self._sum(0, b)
+        has_summary = summary_msg is not None
+        if budget is None or (
+            used + (summary_tokens if has_summary else 0) + whole
+            + (bridge_tokens if bridged(0) else 0) <= budget
+        ):
+            return done(0, has_summary, self._body(0, b), whole)
+        if n == 0:
+            return done(0, False, [], 0)
+
+        # Over budget: keep the newest whole groups that fit (never fewer than the newest
+        # tool result's group and everything after it), the summary if it still fits.
+        last_start = self._group[n - 1]
+        required = last_start
+        if self._last_tool >= 0:
+            required = min(required, self._group[self._last_tool])
+        hi = bisect_right(self._cuts, last_start)
+        options = (True, False) if has_summary else (False,)
+        for with_summary in options:
+            room = budget - used - (summary_tokens if with_summary else 0)
+            for extra in (0, bridge_tokens):
+                a = self._first_fitting(room - extra, b, hi)
+                if a is None or a > required:
+                    break
+                a = self._prefer_user(a, required)
+                tokens = self._sum(a, b)
+                if tokens + (bridge_tokens if bridged(a) else 0) > room:
+                    continue  # the bridge did not fit: try again leaving room for it
+                return done(a, with_summary, self._body(a, b), tokens)
+
+        # Not even that fits: cut the largest texts in it (head + tail), in the view.
+        room_bare = budget - used
+        for a, with_summary in [(a, w) for a in dict.fromkeys((required, last_start))
+                                for w in options]:
+            room = budget - used - (summary_tokens if with_summary else 0)
+            if with_summary and room < room_bare // 2:
+                continue  # keeping the summary would leave the newest messages too little
+            body = self._body(a, b)
+            sizes = [
+                (self._view[i + 1] - self._view[i]) if i < b else items[i].tokens
+                for i in range(a, n)
+            ]
+            fit = elide(
+                counter,
+                body,
+                [m.seq for m in items[a:]],
+                sizes,
+                room - (bridge_tokens if bridged(a) else 0),
+                notes=lambda i, a=a: self._note(items[a + i]),  # type: ignore[misc]
+                cache=self._cut_texts,
+            )
+            if fit is not None:
+                return done(a, with_summary, fit[0], fit[2], fit[1])
+        newest = items[-1]
+        raise ValidationError(
+            f"the newest message (seq {newest.seq}, {newest.tokens} tokens) cannot be shown "
+            f"within the budget of {budget} tokens even cut down: its framing and tool calls "
+            "alone are too large; raise max_tokens"
+        )
+
+    def masked_live(self) -> list[StoredMessage]:
+        """The live messages with the token counts they cost as shown (stand-ins for masked
+        results): what a fold policy plans with when masking is on. O(live); for folds."""
+        b = self._boundary()
+        out = list(self.items)
+        for i in range(b):
+            tokens = self._view[i + 1] - self._view[i]
+            if tokens != out[i].tokens:
+                out[i] = replace(out[i], tokens=tokens)
+        return out
+
+
+class ViewCache:
+    """One :class:`LiveView` per session for an engine, least recently used evicted.
+
+    Thread-safe: the sync front runs in its callers' threads, so each view has a lock
+    (view code never awaits, so a thread lock is safe on the event loop too).
+    """
+
+    def __init__(self, counter: TokenCounter, masking: Masking | None, size: int = 1024) -> None:
+        self.counter = counter
+        self.masking = masking
+        self.size = size
+        self._views: OrderedDict[str, tuple[threading.Lock, LiveView]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _get(self, session_id: str, create: bool = True) -> tuple[threading.Lock, LiveView] | None:
+        with self._lock:
+            hit = self._views.get(session_id)
+            if hit is not None:
+                self._views.move_to_end(session_id)
+            elif create:
+                view = LiveView(self.counter, self.masking)
+                hit = self._views[session_id] = (threading.Lock(), view)
+                while len(self._views) > self.size:
+                    self._views.popitem(last=False)
+            return hit
+
+    def forget(self, session_id: str) -> None:
+        with self._lock:
+            self._views.pop(session_id, None)
+
+    def build(self, session_id: str, live: Sequence[StoredMessage], **options: Any) -> Context:
+        """Sync the session's view with ``live`` and build a context (see
+        :meth:`LiveView.build` for ``options``)."""
+        hit = self._get(session_id)
+        assert hit is not None
+        with hit[0]:
+            hit[1].sync(live)
+            return hit[1].build(**options)
+
+    def extend(self, session_id: str, appended: Sequence[StoredMessage]) -> None:
+        """Take in messages just appended, if the session's view is exactly one append
+        behind (otherwise the next :meth:`build` re-syncs from the store)."""
+        hit = self._get(session_id, create=False)
+        if hit is None or not appended:
+            return
+        with hit[0]:
+            view = hit[1]
+            if view.items and view.items[-1].seq + 1 == appended[0].seq:
+                for item in appended:
+                    view._push(item)
+
+    def masked_stats(self, session_id: str, stats: SessionStats) -> SessionStats:
+        """``stats`` with ``live_tokens`` as the live messages cost shown with masking, when
+        this process's view of the session is current; else ``stats`` unchanged."""
+        if self.masking is None:
+            return stats
+        hit = self._get(session_id, create=False)
+        if hit is None:
+            return stats
+        with hit[0]:
+            view = hit[1]
+            if (
+                not view.items
+                or view.items[-1].seq != stats.last_seq
+                or view.items[0].seq != stats.through_seq + 1
+                or view._full[-1] != stats.live_tokens
+            ):
+                return stats
+            return replace(stats, live_tokens=view.masked_tokens)
+
+    def keep_newest_result(self, session_id: str, plan: FoldPlan | None) -> FoldPlan | None:
+        """With masking on (agent mode), ``plan`` cut back so that the newest tool result's
+        group, and everything after it, stays live and visible; None if nothing is left."""
+        if self.masking is None or plan is None or plan.action != "fold":
+            return plan
+        hit = self._get(session_id, create=False)
+        if hit is None:
+            return plan
+        with hit[0]:
+            view = hit[1]
+            if view._last_tool < 0 or not view.items or view.items[0].seq > plan.lo:
+                return plan
+            first_kept = view.items[view._group[view._last_tool]].seq
+        if plan.hi < first_kept:
+            return plan
+        return replace(plan, hi=first_kept - 1) if first_kept - 1 >= plan.lo else None
+
+    def masked_plan_input(
+        self, session_id: str, stats: SessionStats, live: Sequence[StoredMessage]
+    ) -> tuple[SessionStats, Sequence[StoredMessage]]:
+        """(stats, live) as a policy should see them with masking on: sizes as shown."""
+        if self.masking is None or not live:
+            return stats, live
+        hit = self._get(session_id)
+        assert hit is not None
+        with hit[0]:
+            view = hit[1]
+            view.sync(live)
+            return replace(stats, live_tokens=view.masked_tokens), view.masked_live()

@@ -35,10 +35,11 @@ from datetime import datetime, timezone
 from typing import Any, Literal, TypeVar
 
 from .batch import fold_in_waves
-from .context import Context, build_context, render_summary, summary_overhead
+from .context import Context, ViewCache, render_summary, summary_overhead
 from .errors import ConfigError, ConflictError, ContextFoldError, SummarizationError
 from .exclusive import fold_exclusively, fresh_lease
 from .inline import inline, run_elsewhere
+from .masking import Masking
 from .messages import (
     DEFAULT_MAX_MESSAGE_CHARS,
     Message,
@@ -119,6 +120,11 @@ class AsyncMemory:
     session's short lease, the one workers use, so processes sharing a store never fold
     one session at once: the second gets a ``skipped`` outcome. A process killed mid-fold
     holds it until it expires (the view still keeps to the budget). 0 switches it off.
+    ``masking`` (a :class:`~contextfold.masking.Masking`, or ``True`` for the defaults):
+    tool results older than the newest few are shown in the context as compact stand-ins,
+    and the policy sees the live messages at that size, so folding runs only when masking
+    is not enough (the ``agent`` preset, :class:`~contextfold.settings.AgentSettings`,
+    turns it on).
     """
 
     def __init__(
@@ -141,6 +147,7 @@ class AsyncMemory:
         redact_messages: bool = False,
         reversible: bool = False,
         fold_lease_seconds: float = 60.0,
+        masking: Masking | bool | None = None,
     ) -> None:
         if fold not in ("inline", "manual", "deferred"):
             raise ConfigError(f"fold must be 'inline', 'manual' or 'deferred', got {fold!r}")
@@ -177,6 +184,11 @@ class AsyncMemory:
         self.raise_errors = raise_errors
         self.clock = clock
         self._reserved = self._fixed_tokens(system, tools)
+        # agent view: observation masking and the per-session incremental view
+        if masking is not None and not isinstance(masking, (bool, Masking)):
+            raise ConfigError(f"masking must be a Masking, True/False or None, got {masking!r}")
+        self.masking: Masking | None = Masking() if masking is True else (masking or None)
+        self._views = ViewCache(self.counter, self.masking)
         self._inflight: set[str] = set()
         if isinstance(fold_lease_seconds, bool) or not fold_lease_seconds >= 0:
             raise ConfigError(f"fold_lease_seconds must be >= 0, got {fold_lease_seconds!r}")
@@ -247,6 +259,9 @@ class AsyncMemory:
         store = await self._ready()
         await self.privacy.end(sid)  # reversible mode: mapping before the messages using it
         result = await store.append(sid, items, self.clock())
+        if not result.duplicates:  # agent view: take the new messages in, O(new)
+            self._views.extend(sid, [StoredMessage(q, p.message, p.tokens)
+                                     for q, p in zip(result.seqs, items, strict=True)])
         outcome = None
         if self.fold_mode == "inline" and self._wants_fold(result.stats):
             outcome = await self.fold(sid)
@@ -288,6 +303,8 @@ class AsyncMemory:
         return max(known) if known else None
 
     def _wants_fold(self, stats: SessionStats) -> bool:
+        # with masking, the policy sees the live messages at the size they are shown
+        stats = self._views.masked_stats(stats.session_id, stats)
         return self.policy.triggered(self._with_reserved(stats), self.clock())
 
     def due_at(self, stats: SessionStats) -> datetime | None:
@@ -355,16 +372,19 @@ class AsyncMemory:
             reserved_tokens=self._reserved,
             expected_summary_tokens=self.expected_summary_tokens(snap.stats),
         )
+        live: Sequence[StoredMessage] = snap.live
+        if not force:  # with masking: fold only when masking is not enough
+            stats, live = self._views.masked_plan_input(sid, stats, live)
         now = self.clock()
         if not force and not self.policy.triggered(stats, now):
             return None
-        live = snap.live
         plan: FoldPlan | None
         if force:
             cuts = safe_cuts(live)
             plan = FoldPlan(live[0].seq, live[cuts[-1] - 1].seq, "forced") if cuts[-1] else None
         else:
             plan = self.policy.plan(stats, live, now)
+            plan = self._views.keep_newest_result(sid, plan)  # masking on: the newest result stays
         return (snap, plan) if plan is not None else None
 
     async def _fold(
@@ -385,6 +405,7 @@ class AsyncMemory:
             cleared = await store.delete(sid, if_last_seq=stats.last_seq)
             if cleared:
                 self.privacy.forget(sid)
+                self._views.forget(sid)
             status: FoldStatus = "cleared" if cleared else "skipped"
             log.info("session %s %s after idle", sid, status)
             return FoldOutcome(sid, status, plan.reason)
@@ -523,9 +544,9 @@ class AsyncMemory:
             raise ConfigError(f"max_tokens must be a positive int, got {budget!r}")
         snap = await (await self._ready()).snapshot(sid)
         summary = snap.summary if snap else None
-        return build_context(
-            counter=self.counter,
-            live=snap.live if snap else [],
+        return self._views.build(
+            sid,
+            snap.live if snap else [],
             summary_text=summary.text if summary else None,
             summary_tokens=summary.tokens if summary else 0,
             system=system if system is not None else self.system,
@@ -564,6 +585,7 @@ class AsyncMemory:
         sid = _check_session_id(session_id)
         deleted = await (await self._ready()).delete(sid)
         self.privacy.forget(sid)
+        self._views.forget(sid)
         return deleted
 
     async def restore(self, session_id: str, text: str) -> str:

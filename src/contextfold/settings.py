@@ -7,12 +7,15 @@
     timeout_summarize_seconds: 1800   # idle this long: fold everything
     timeout_clear_seconds: 3600       # then idle this much longer: clear the session
     model: null                       # summarizer model ("openai:gpt-4o-mini"); null: offline
+    keep_tool_results: 3              # observation masking: newest results shown verbatim;
+                                      # older ones as stand-ins (null: masking off)
 
 Missing keys take the defaults; an unknown key or a value of the wrong type is a
-``ConfigError`` naming the file, the key and what was expected. Reading YAML needs PyYAML
-(``pip install "contextfold[yaml]"``); :meth:`AgentSettings.from_mapping` does not.
+``ConfigError`` naming the file, the key and what was expected. PyYAML is a core
+dependency (small, pure Python); :meth:`AgentSettings.from_mapping` does not need it.
 
-The settings become one policy, ``any_of(ReportedUsage(limit), Idle(fold, clear))``, used
+The settings become one policy, ``any_of(ReportedUsage(limit), Idle(fold, clear))``, and
+observation masking (:class:`~contextfold.masking.Masking`), used
 the same way in-process (:class:`~contextfold.idle.IdleScheduler`) and out of process
 (a :class:`~contextfold.worker.Worker` built with :meth:`AgentSettings.options`).
 """
@@ -25,6 +28,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from .errors import ConfigError
+from .masking import Masking
 from .policy import Idle, Policy, ReportedUsage, any_of
 from .summarizers.base import Summarizer
 
@@ -41,6 +45,7 @@ class AgentSettings:
     timeout_summarize_seconds: float = 1800
     timeout_clear_seconds: float = 3600
     model: str | None = None
+    keep_tool_results: int | None = 3
 
     def __post_init__(self) -> None:
         self._check("settings")
@@ -55,6 +60,10 @@ class AgentSettings:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise ConfigError(f"{source}: {key} must be a positive number of seconds, "
                                   f"got {value!r}")
+        keep = self.keep_tool_results
+        if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 0):
+            raise ConfigError(f"{source}: keep_tool_results must be an integer >= 0 or null, "
+                              f"got {keep!r}")
         if self.model is not None and (not isinstance(self.model, str) or ":" not in self.model):
             raise ConfigError(f"{source}: model must be a 'provider:model' string or null, "
                               f"got {self.model!r}")
@@ -87,7 +96,8 @@ class AgentSettings:
             import yaml
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ConfigError(
-                'reading YAML settings needs PyYAML: pip install "contextfold[yaml]"') from exc
+                'reading YAML settings needs PyYAML (a dependency of contextfold): '
+                'pip install "pyyaml>=6"') from exc
         source = os.fspath(path)
         try:
             with open(source, encoding="utf-8") as fh:
@@ -117,6 +127,14 @@ class AgentSettings:
 
         return LLMSummarizer(chosen, preset="agent")
 
+    def masking(self) -> Masking | None:
+        """Observation masking keeping the newest ``keep_tool_results`` results verbatim
+        (None when the setting is null)."""
+        keep = self.keep_tool_results
+        return None if keep is None else Masking(keep=keep)
+
     def options(self, model: Any = None) -> dict[str, Any]:
-        """Keyword arguments for ``Memory``/``AsyncMemory``: the policy and summarizer."""
-        return {"policy": self.policy(), "summarizer": self.summarizer(model)}
+        """Keyword arguments for ``Memory``/``AsyncMemory``: the policy, the summarizer
+        and observation masking."""
+        return {"policy": self.policy(), "summarizer": self.summarizer(model),
+                "masking": self.masking()}

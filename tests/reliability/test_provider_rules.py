@@ -26,7 +26,7 @@ from contextfold import (
     any_of,
     get_counter,
 )
-from contextfold.context import BRIDGE_TEXT, build_context
+from contextfold.context import BRIDGE_TEXT, Context, build_context
 from contextfold.errors import ConfigError
 from contextfold.stores import MemoryStore
 from contextfold.testing import ConcatSummarizer
@@ -143,7 +143,8 @@ def test_truncated_newest_assistant_turn_is_bridged_within_budget() -> None:
     live = [*_stored(U), StoredMessage(2, big, count_message(counter, big))]
     ctx = build_context(counter=counter, live=live, summary_text="s", budget=400)
     assert ctx.truncated and ctx.bridged and ctx.tokens <= 400
-    assert [m.role for m in ctx.messages] == ["user", "assistant"]
+    # the tiny summary stays; the bridge comes before the cut assistant turn
+    assert [m.role for m in ctx.messages if m.role != "system"] == ["user", "assistant"]
     assert check_provider_rules(ctx) == []
 
 
@@ -164,6 +165,22 @@ def _policy(rng: random.Random) -> tuple[Policy, int | None]:
         return MessageCount(rng.randint(3, 12), keep_last=rng.randint(0, 3),
                             fold=rng.choice([None, 2, 5])), budget
     return FixedCells(rng.randint(0, 6)), budget
+
+
+ELISION_WORDS = "elided by contextfold"
+
+
+def _text(m: Message) -> str:
+    return m.text + "".join(c.arguments for c in m.tool_calls)
+
+
+def _shift(cut: list[int], ctx: Context, head: int) -> set[int]:
+    """Positions in the bridge-free verbatim list of the messages at ``cut``."""
+    body = ctx.messages[head:]
+    out = set()
+    for i in cut:
+        out.add(i - sum(1 for m in body[:i] if m.content == BRIDGE_TEXT))
+    return out
 
 
 def _key(m: Message) -> tuple[object, ...]:
@@ -213,8 +230,13 @@ async def _replay(seed: int, tally: dict[str, int]) -> None:
         assert ctx.bridged == (len(verbatim) < len(ctx.messages) - head), seed
         tally["bridged views"] += ctx.bridged
         expected = [_key(m) for m in sent[len(sent) - len(verbatim):]]
-        if ctx.truncated:
-            verbatim, expected = verbatim[:-1], expected[:-1]
+        # messages cut in the view (elided) carry the marker and are listed in ctx.elided;
+        # every other message is shown exactly as sent
+        cut = [i for i, m in enumerate(ctx.messages[head:])
+               if m.content != BRIDGE_TEXT and ELISION_WORDS in _text(m)]
+        assert len(cut) == len(ctx.elided) and ctx.truncated == bool(cut), seed
+        verbatim = [k for i, k in enumerate(verbatim) if i not in _shift(cut, ctx, head)]
+        expected = [k for i, k in enumerate(expected) if i not in _shift(cut, ctx, head)]
         assert verbatim == expected, seed
     stats = await memory.stats("s")
     assert stats is not None and stats.last_seq == len(sent)

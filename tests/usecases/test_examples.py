@@ -4,6 +4,7 @@ OpenAI-compatible server with ``--model openai-compatible:…@http://127.0.0.1:P
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -69,3 +70,56 @@ def test_examples_run_as_scripts(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "worker: 0 due sessions" in proc.stdout
+
+
+#: Top-level modules of every optional dependency (extras and the dev extra's test tools):
+#: a plain ``pip install -e .`` has none of them.
+EXTRA_MODULES = ("tiktoken", "psycopg", "psycopg_pool", "openai", "anthropic", "google.genai",
+                 "phonenumbers", "presidio_analyzer", "dateparser", "hypothesis", "pytest")
+_PLAIN_INSTALL = """
+import importlib.abc, runpy, sys
+BLOCKED = {blocked!r}
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if any(name == b or name.startswith(b + ".") for b in BLOCKED):
+            raise ImportError(f"{{name}} is not part of a plain install")
+        return None
+sys.meta_path.insert(0, Block())
+sys.argv = [{path!r}, *{args!r}]
+runpy.run_path({path!r}, run_name="__main__")
+"""
+
+
+def test_every_example_has_a_case() -> None:
+    assert sorted(p.stem for p in EXAMPLES.glob("*.py")) == sorted(CASES)
+
+
+def test_extra_modules_cover_every_optional_dependency() -> None:
+    tomllib = pytest.importorskip("tomllib")
+    project = tomllib.loads((EXAMPLES.parent / "pyproject.toml").read_text())["project"]
+    modules = {"tiktoken": "tiktoken", "psycopg": "psycopg", "psycopg-pool": "psycopg_pool",
+               "openai": "openai", "anthropic": "anthropic", "google-genai": "google.genai",
+               "phonenumbers": "phonenumbers", "presidio-analyzer": "presidio_analyzer",
+               "dateparser": "dateparser", "pytest": "pytest", "hypothesis": "hypothesis"}
+    core = {r.split(">")[0].split("[")[0] for r in project["dependencies"]}
+    for extra, reqs in project["optional-dependencies"].items():
+        for req in reqs:
+            dist = req.split(">")[0].split("[")[0].split("=")[0]
+            if dist in core or dist.startswith(("types-", "pytest-")) or dist in ("ruff", "mypy"):
+                continue
+            assert dist in modules and modules[dist] in EXTRA_MODULES, (extra, dist)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_every_example_runs_from_a_plain_install(name: str, tmp_path: Path) -> None:
+    """Run as the README says after ``pip install -e .``: a fresh process in which every
+    optional dependency is missing (importing one fails), nothing but the core install."""
+    args, expected = CASES[name]
+    path = str(EXAMPLES / f"{name}.py")
+    code = _PLAIN_INSTALL.format(blocked=EXTRA_MODULES, path=path, args=args)
+    env = {**os.environ, "CONTEXTFOLD_HOME": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=False, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for text in expected:
+        assert text in proc.stdout, f"{name}: {text!r} missing"

@@ -31,7 +31,8 @@ threshold is a field of :class:`~.weights.Weights`, chosen by cross-validation.
 
 Tool traffic: an assistant message with ``tool_calls`` and a ``tool`` message are never
 merged into a burst; each is one utterance of its own, whose facts :meth:`_unit_facts`
-makes (today: its text, like any message; agent-state extraction hooks in there).
+makes; with tool traffic in the span, :mod:`.agent_state` makes them instead: one line
+per call and result (``name(args) → key facts``), the newest value winning.
 """
 
 from __future__ import annotations
@@ -45,6 +46,13 @@ from datetime import datetime
 from ..errors import SummarizationError
 from ..messages import Message, StoredMessage, render_text
 from ..tokens import TokenCounter
+from .agent_state import (
+    AGENT_SPEAKER,
+    agent_facts,
+    agent_records,
+    drop_superseded,
+    record_bonus,
+)
 from .base import SummaryRequest, SummaryResult
 from .corrections import is_correction, supersede
 from .dates import DateResolver, dates_available, resolver_for
@@ -203,6 +211,9 @@ class ExtractiveSummarizer:
         tokens by ``counter``. Raises ``SummarizationError`` only when even one word
         cannot fit."""
         facts = [f for f in parse_summary(previous) if f.text != NO_FACTS]
+        agent = agent_records(messages)  # tool traffic: one state line per call
+        if agent:
+            facts = drop_superseded(facts, agent.values())
         names = [f.speaker for f in facts if f.speaker]
         names += [m.message.name for m in messages if m.message.name]
         speakers = Speakers(names)
@@ -215,6 +226,10 @@ class ExtractiveSummarizer:
         lowered = speakers.lowered()
         corrective: set[tuple[int, int, int]] = set()
         for unit in self._utterances(messages, speakers):
+            if agent and (unit.message.role == "tool" or unit.message.tool_calls):
+                day = day_of(unit.timestamp) if self.dates else None
+                facts.extend(agent_facts(unit.seq, unit.message, agent, day))
+                continue
             facts.extend(self._unit_facts(unit, lowered, lang, resolver, corrective))
         if self.corrections:
             facts = supersede(facts, lang, corrective)
@@ -323,6 +338,8 @@ class ExtractiveSummarizer:
                 if not (feats.cues or feats.entities or feats.numbers or feats.dates):
                     factor *= w.generic
             tokens = counter.count(" " + sentence_text(fact.text))
+            if fact.speaker == AGENT_SPEAKER:  # agent state: what the next call needs
+                bonus, factor = bonus + record_bonus(fact, tokens), 1.0
             out.append(_Candidate(fact, terms, bonus, factor, max(1, tokens)))
         return out
 

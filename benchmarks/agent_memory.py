@@ -1,0 +1,431 @@
+"""Agent memory: tool-using conversations replayed message by message, ``context()`` asked
+after every message as an agent loop does, at 500 / 1,000 / 2,000 / 4,000 tokens.
+
+Data: the tau-bench airline dev split (``../shared/data/tau_airline/airline_dev.json``,
+read at run time, never copied; the system prompt is kept out of the budget) and the
+synthetic traces of ``agent_traces.py`` (coding agent with long logs and file dumps, search
+agent, parallel calls, failing tools). Systems, side by side:
+
+- ``contextfold agent``: ``Memory(policy=TokenBudget(B), masking=Masking())`` (the agent
+  preset's masking), the offline extractive summarizer;
+- ``contextfold``: the same without masking (elision only);
+- ``sliding window``: the newest whole tool-call groups that fit, nothing else;
+- ``langchain``: LangChain 1.x ``SummarizationMiddleware`` (trigger at B tokens, keep B/2,
+  a fake summarizer answering ~B/5 tokens of filler) + ``ContextEditingMiddleware``
+  (``ClearToolUsesEdit(trigger=B/2, keep=3)``), counted with the same o200k counter. Runs
+  only where LangChain is importable: a benchmark-only virtualenv, never a dependency::
+
+      python3 -m venv benchmarks/.venv-peers
+      benchmarks/.venv-peers/bin/pip install -e . "langchain>=1.0"
+      benchmarks/.venv-peers/bin/python benchmarks/agent_memory.py
+
+Printed per budget: contexts, exceptions, contexts over budget, provider-rule violations
+(``check_provider_rules``), newest tool result not visible, folds, call-argument recall
+(before each tool call, the share of its argument values — at least 3 characters, seen
+earlier in the conversation, not in the system prompt — present in the context the agent
+had just before), and the share of the conversation's identifiers (tokens mixing letters
+and digits) still in the final context. Then the per-turn cost of masking. A report goes
+to ``benchmarks/results/agent_memory.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Iterable
+from copy import deepcopy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))  # this checkout, also from the peers virtualenv
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from agent_traces import synthetic_traces  # noqa: E402
+
+from contextfold import Masking, Memory, Message, TokenBudget, ToolCall  # noqa: E402
+from contextfold.policy import safe_cuts  # noqa: E402
+from contextfold.stores import MemoryStore  # noqa: E402
+from contextfold.testing.provider_rules import check_provider_rules  # noqa: E402
+from contextfold.testing.summarizers import FunctionSummarizer  # noqa: E402
+from contextfold.tokens import count_message, count_messages, get_counter  # noqa: E402
+
+COUNTER = get_counter("o200k")
+BUDGETS = (500, 1000, 2000, 4000)
+TARGETS = {500: 85.0, 1000: 95.0, 2000: 98.0, 4000: 99.5}
+_IDENT = re.compile(r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9][\w-]{2,}[A-Za-z0-9]")
+
+
+def tau_path() -> Path | None:
+    env = os.environ.get("CONTEXTFOLD_TAU")
+    for cand in ([Path(env)] if env else []) + [
+        ROOT.parent / "shared/data/tau_airline/airline_dev.json",
+        ROOT.parents[1] / "shared/data/tau_airline/airline_dev.json",
+        Path("/work/shared/data/tau_airline/airline_dev.json"),
+    ]:
+        if cand.is_file():
+            return cand
+    return None
+
+
+# -- systems --------------------------------------------------------------------------------
+
+
+class System:
+    name = "?"
+    folds = 0
+
+    def start(self, budget: int) -> None:
+        raise NotImplementedError
+
+    def add(self, message: Message) -> None:
+        raise NotImplementedError
+
+    def context(self) -> list[Message]:
+        raise NotImplementedError
+
+
+class ContextFold(System):
+    def __init__(self, masking: Masking | None, name: str) -> None:
+        self.masking, self.name = masking, name
+        self.memory: Memory | None = None
+        self.sid = 0
+
+    def start(self, budget: int) -> None:
+        if self.memory is not None:
+            self.memory.close()
+        self.memory = Memory(MemoryStore(), policy=TokenBudget(budget), masking=self.masking,
+                             tokenizer=COUNTER)
+        self.sid += 1
+
+    def add(self, message: Message) -> None:
+        assert self.memory is not None
+        result = self.memory.add(str(self.sid), message)
+        self.folds += bool(result.fold and result.fold.status == "committed")
+
+    def context(self) -> list[Message]:
+        assert self.memory is not None
+        return list(self.memory.context(str(self.sid)).messages)
+
+
+class SlidingWindow(System):
+    name = "sliding window"
+
+    def start(self, budget: int) -> None:
+        self.budget, self.live = budget, []  # type: ignore[var-annotated]
+
+    def add(self, message: Message) -> None:
+        from contextfold.messages import StoredMessage
+
+        tokens = count_message(COUNTER, message)
+        self.live.append(StoredMessage(len(self.live) + 1, message, tokens))
+
+    def context(self) -> list[Message]:
+        starts = [c for c in safe_cuts(self.live) if c < len(self.live)] or [0]
+        chosen = starts[-1]
+        suffix = [m.tokens for m in self.live]
+        for s in reversed(starts):
+            if 3 + sum(suffix[s:]) > self.budget:
+                break
+            chosen = s
+        return [m.message for m in self.live[chosen:]]
+
+
+class LangChainPeer(System):
+    name = "langchain mw"
+
+    def __init__(self) -> None:
+        import itertools
+
+        from langchain.agents.middleware import (
+            ClearToolUsesEdit,
+            SummarizationMiddleware,
+        )
+        from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+        from langchain_core.messages import AIMessage
+
+        self._ai = AIMessage
+        self._fake = lambda n: GenericFakeChatModel(messages=itertools.repeat(
+            AIMessage(content=" ".join(["earlier turns were summarized"] * max(1, n // 4)))))
+        self._summ_cls, self._edit_cls = SummarizationMiddleware, ClearToolUsesEdit
+
+    def _count(self, messages: Iterable[Any]) -> int:
+        return count_messages(COUNTER, [from_lc(m) for m in messages])
+
+    def start(self, budget: int) -> None:
+        self.state: list[Any] = []
+        self.summ = self._summ_cls(model=self._fake(budget // 5), trigger=("tokens", budget),
+                                   keep=("tokens", budget // 2), token_counter=self._count)
+        self.edit = self._edit_cls(trigger=budget // 2, keep=3)
+        self.n = 0
+
+    def add(self, message: Message) -> None:
+        self.n += 1
+        self.state.append(to_lc(message, f"m{self.n}"))
+
+    def context(self) -> list[Message]:
+        from langchain_core.messages import RemoveMessage
+
+        update = self.summ.before_model({"messages": self.state}, None)  # type: ignore[arg-type]
+        if update:
+            self.folds += 1
+            self.state = [m for m in update["messages"] if not isinstance(m, RemoveMessage)]
+        edited = deepcopy(self.state)
+        self.edit.apply(edited, count_tokens=self._count)
+        return [from_lc(m) for m in edited]
+
+
+def to_lc(m: Message, mid: str) -> Any:
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+    if m.role == "user":
+        return HumanMessage(content=m.text, id=mid)
+    if m.role == "system":
+        return SystemMessage(content=m.text, id=mid)
+    if m.role == "tool":
+        return ToolMessage(content=m.text, tool_call_id=m.tool_call_id, id=mid)
+    calls = [{"id": c.id, "name": c.name, "args": json.loads(c.arguments or "{}"),
+              "type": "tool_call"} for c in m.tool_calls]
+    return AIMessage(content=m.text, tool_calls=calls, id=mid)
+
+
+def from_lc(m: Any) -> Message:
+    kind = m.type
+    text = m.content if isinstance(m.content, str) else json.dumps(m.content)
+    if kind == "human":
+        return Message(role="user", content=text)
+    if kind == "system":
+        return Message(role="system", content=text)
+    if kind == "tool":
+        return Message(role="tool", content=text, tool_call_id=m.tool_call_id)
+    calls = tuple(ToolCall(c["id"], c["name"], json.dumps(c["args"])) for c in m.tool_calls)
+    return Message(role="assistant", content=text, tool_calls=calls)
+
+
+# -- metrics ----------------------------------------------------------------------------------
+
+
+def text_of(messages: Iterable[Message]) -> str:
+    return "\n".join(m.text + " " + " ".join(c.arguments for c in m.tool_calls)
+                     for m in messages)
+
+
+def arg_values(arguments: str) -> list[str]:
+    out: list[str] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+        elif isinstance(v, bool) or v is None:
+            return
+        elif isinstance(v, (int, float, str)):
+            s = str(v)
+            if len(s) >= 3:
+                out.append(s)
+
+    with contextlib.suppress(ValueError):
+        walk(json.loads(arguments))
+    return out
+
+
+@dataclass
+class Tally:
+    contexts: int = 0
+    exceptions: int = 0
+    over: int = 0
+    violations: int = 0
+    newest_missing: int = 0
+    folds: int = 0
+    recall_hit: int = 0
+    recall_all: int = 0
+    ids_hit: int = 0
+    ids_all: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def row(self) -> list[str]:
+        rec = 100 * self.recall_hit / max(1, self.recall_all)
+        ids = 100 * self.ids_hit / max(1, self.ids_all)
+        return [f"{self.contexts:,}", str(self.exceptions), str(self.over), str(self.violations),
+                str(self.newest_missing), str(self.folds), f"{rec:.1f}%", f"{ids:.1f}%"]
+
+    @property
+    def recall(self) -> float:
+        return 100 * self.recall_hit / max(1, self.recall_all)
+
+
+def replay(system: System, conversations: list[list[dict[str, Any]]], budget: int) -> Tally:
+    tally = Tally()
+    for conv in conversations:
+        system_prompt = conv[0]["content"] if conv and conv[0]["role"] == "system" else ""
+        msgs = [Message.from_openai(m) for m in conv if m["role"] != "system"]
+        system.start(budget)
+        folds_before = system.folds
+        # rules the recorded conversation itself breaks (tau-bench reuses call ids) are the
+        # data's, not the memory's: only other violations count
+        own = {v.rule for v in check_provider_rules(msgs)}
+        seen: list[str] = []
+        previous: str | None = None
+        newest_tool: str | None = None
+        final: list[Message] = []
+        for m in msgs:
+            if m.tool_calls:
+                earlier = "\n".join(seen)
+                for call in m.tool_calls:
+                    for v in arg_values(call.arguments):
+                        if v in earlier and v not in system_prompt:
+                            tally.recall_all += 1
+                            tally.recall_hit += previous is not None and v in previous
+            system.add(m)
+            seen.append(text_of([m]))
+            if m.role == "tool":
+                newest_tool = m.tool_call_id
+            try:
+                ctx = system.context()
+            except Exception as exc:  # counted, the loop goes on
+                tally.exceptions += 1
+                tally.errors.append(f"{type(exc).__name__}: {exc}"[:160])
+                previous = None
+                continue
+            tally.contexts += 1
+            final = ctx
+            tally.over += count_messages(COUNTER, ctx) > budget
+            tally.violations += any(v.rule not in own for v in check_provider_rules(ctx))
+            if newest_tool is not None and not any(
+                    x.role == "tool" and x.tool_call_id == newest_tool for x in ctx):
+                tally.newest_missing += 1
+            previous = text_of(ctx)
+        ids = {t for t in _IDENT.findall("\n".join(seen)) if t not in system_prompt}
+        last = text_of(final)
+        tally.ids_all += len(ids)
+        tally.ids_hit += sum(1 for t in ids if t in last)
+        tally.folds += system.folds - folds_before
+    return tally
+
+
+# -- per-turn cost ------------------------------------------------------------------------------
+
+
+def per_turn_cost(messages: list[Message], budget: int, masking: Masking | None,
+                  store: Callable[[], Any]) -> float:
+    """µs per message of ``add`` + ``context()``; the summarizer is a fake answering a
+    fixed ~200-token text at once, so its time is not what is measured."""
+    fake = FunctionSummarizer(lambda request: "earlier work summarized " * 50, name="fake")
+    with Memory(store(), policy=TokenBudget(budget), masking=masking, summarizer=fake,
+                tokenizer=COUNTER, redactor=False) as memory:
+        started = time.perf_counter()
+        for m in messages:
+            memory.add("s", m)
+            memory.context("s")
+        return (time.perf_counter() - started) / len(messages) * 1e6
+
+
+def _sqlite() -> Any:
+    import tempfile
+
+    from contextfold.stores.sqlite import SQLiteStore
+
+    return SQLiteStore(Path(tempfile.mkdtemp()) / "cost.db")
+
+
+def table(head: list[str], rows: list[list[str]]) -> str:
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--synthetic", type=int, default=12, help="synthetic traces (12)")
+    parser.add_argument("--tau-limit", type=int, default=None, help="first N tau conversations")
+    parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
+    parser.add_argument("--cost-messages", type=int, default=1500)
+    parser.add_argument("--report", default=str(ROOT / "benchmarks/results/agent_memory.md"))
+    args = parser.parse_args(argv)
+    budgets = [int(b) for b in args.budgets.split(",")]
+
+    systems: list[System] = [ContextFold(Masking(), "contextfold agent"),
+                             ContextFold(None, "contextfold"), SlidingWindow()]
+    try:
+        systems.append(LangChainPeer())
+    except ImportError as exc:
+        print(f"(LangChain not importable here, its rows are skipped: {exc})")
+    datasets: list[tuple[str, list[list[dict[str, Any]]]]] = []
+    tau = tau_path()
+    if tau is not None:
+        convs = [item["traj"] for item in json.loads(tau.read_text())]
+        datasets.append((f"tau-bench airline dev ({len(convs[:args.tau_limit])} conversations)",
+                         convs[: args.tau_limit]))
+    else:
+        print("(tau-bench data not found; set CONTEXTFOLD_TAU)")
+    if args.synthetic:
+        datasets.append((f"synthetic agent traces ({args.synthetic})",
+                         synthetic_traces(args.synthetic)))
+
+    head = ["budget", "system", "contexts", "exceptions", "over budget", "rule violations",
+            "newest result not visible", "folds", "call-arg recall", "ids in final context"]
+    report = ["# Agent memory benchmark", "",
+              "Machine shared with other jobs (2 cores); timings are noisy, ratios in one run "
+              "are what counts.", ""]
+    recall: dict[tuple[str, str, int], float] = {}
+    for label, convs in datasets:
+        rows = []
+        for budget in budgets:
+            for system in systems:
+                started = time.perf_counter()
+                t = replay(system, convs, budget)
+                recall[(label, system.name, budget)] = t.recall
+                rows.append([f"{budget:,}", system.name, *t.row()])
+                print(f"  {label[:20]} {budget} {system.name}: {t.row()} "
+                      f"({time.perf_counter() - started:.1f}s)", flush=True)
+                if t.errors:
+                    print("    e.g.", t.errors[0])
+        block = f"## {label}\n\n" + table(head, rows)
+        print("\n" + block + "\n")
+        report += [block, ""]
+        got = {b: recall[(label, "contextfold agent", b)] for b in budgets}
+        tgt = [f"{b:,}: {got[b]:.1f}% (target {TARGETS.get(b, 0)}%, "
+               f"{'met' if got[b] >= TARGETS.get(b, 0) else 'missed'})" for b in budgets]
+        line = "Call-argument recall of `contextfold agent` vs target — " + "; ".join(tgt)
+        print(line + "\n")
+        report += [line, ""]
+
+    # per-turn cost of masking: one long agent session, add + context every message
+    long_run: list[Message] = []
+    for conv in synthetic_traces(60, offset=500):
+        long_run += [Message.from_openai(m) for m in conv]
+        if len(long_run) >= args.cost_messages:
+            break
+    long_run = long_run[: args.cost_messages]
+    # the traces restart with a user turn: drop a trailing unanswered call group
+    while long_run and (long_run[-1].tool_calls or long_run[-1].role == "tool"):
+        long_run.pop()
+    cost_rows = []
+    for store_name, store in (("memory", MemoryStore), ("sqlite", _sqlite)):
+        for budget in (4000, 32000):
+            off = min(per_turn_cost(long_run, budget, None, store) for _ in range(3))
+            on = min(per_turn_cost(long_run, budget, Masking(), store) for _ in range(3))
+            cost_rows.append([store_name, f"{budget:,}", f"{len(long_run):,}", f"{off:.0f}",
+                              f"{on:.0f}", f"{on / off:.2f}"])
+    block = ("## Per-turn cost of masking (add + context every message, fake summarizer)\n\n"
+             + table(["store", "budget", "messages", "µs/turn, masking off", "µs/turn, masking on",
+                      "ratio (target ≤ 1.10)"], cost_rows))
+    print(block)
+    report += [block, ""]
+    Path(args.report).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.report).write_text("\n".join(report) + "\n")
+    print(f"\nreport: {args.report}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

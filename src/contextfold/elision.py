@@ -1,0 +1,220 @@
+"""Elision: messages too big for the budget shown head + tail in the view.
+
+When the newest part of a conversation that must stay visible (the newest tool result with
+its call, and everything after it) does not fit the budget, the view cuts the largest
+texts in it instead of failing: each keeps its head and its tail around a marker naming
+how many tokens were left out and the seq under which the whole message is stored. The
+room is shared fairly (water-filling): small messages stay whole, and every result of a
+parallel batch keeps the same share, so all stay visible and every call keeps its result.
+
+Pure: a function of (messages, room, counter). The store keeps every message whole.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from .messages import Message, ToolCall
+from .tokens import TokenCounter, count_message
+
+__all__ = ["ELISION_MARK", "elide"]
+
+#: The marker put where text was left out (``{tokens}`` and ``{seq}`` filled in).
+ELISION_MARK = (
+    "\n[… {tokens} tokens elided by contextfold to fit the token budget; "
+    "the whole message is stored as seq {seq}{notes} …]\n"
+)
+_HEAD = 2 / 3  # of the kept characters, the share that goes to the head
+_STEP = 32  # shares are rounded down to a multiple of this many tokens (cache hits)
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """One elidable text: a message's content (``call`` -1) or one call's arguments."""
+
+    index: int
+    call: int
+    text: str
+    tokens: int
+
+
+def _mark(seq: int, tokens: int, notes: str = "") -> str:
+    return ELISION_MARK.format(tokens=f"{tokens:,}", seq=seq,
+                               notes=f"; its key facts: {notes}" if notes else "")
+
+
+def _cut(counter: TokenCounter, text: str, tokens: int, share: int, seq: int,
+         fits: Callable[[str], bool], notes: str = "") -> str | None:
+    """``text`` cut to head + marker + tail such that ``fits`` accepts it, keeping about
+    ``share`` tokens of the text."""
+    if share <= 0:
+        for note in (notes, ""):
+            cand = _mark(seq, tokens, note).strip()
+            if fits(cand):
+                return cand
+        return None
+    per_token = len(text) / max(1, tokens)
+    keep = int(share * per_token)
+    for _ in range(12):
+        head = int(keep * _HEAD)
+        tail = keep - head
+        omitted = max(1, tokens - int(keep / per_token))  # estimate: no extra encoding
+        cand = text[:head] + _mark(seq, omitted, notes) + (
+            text[len(text) - tail:] if tail else "")
+        if fits(cand):
+            return cand
+        keep = int(keep * 0.85)
+        if keep < 4:
+            break
+    for note in (notes, ""):
+        cand = _mark(seq, tokens, note).strip()
+        if fits(cand):
+            return cand
+    return None
+
+
+def _units(messages: Sequence[Message], tokens: Sequence[int], counter: TokenCounter
+           ) -> list[_Unit]:
+    units: list[_Unit] = []
+    for i, msg in enumerate(messages):
+        text = msg.text
+        if text:
+            if isinstance(msg.content, str):  # counting is additive: no need to encode it
+                size = tokens[i] - count_message(counter, _rebuild(msg, "", {}))
+            else:
+                size = counter.count(text)
+            units.append(_Unit(i, -1, text, max(0, size)))
+        for k, call in enumerate(msg.tool_calls):
+            if len(call.arguments) > 64:
+                units.append(_Unit(i, k, call.arguments, counter.count(call.arguments)))
+    return units
+
+
+def _cap(sizes: Sequence[int], available: int, markers: Sequence[int]) -> int | None:
+    """The largest share ``c`` such that every unit kept whole or cut to ``c`` tokens plus
+    its marker, whichever is smaller, costs at most ``available`` in total; None if not
+    even the markers fit."""
+
+    def cost(c: int) -> int:
+        return sum(min(s, c + m) for s, m in zip(sizes, markers, strict=True))
+
+    if cost(0) > available:
+        return None
+    lo, hi = 0, max(sizes, default=0)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if cost(mid) <= available:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _rebuild(message: Message, content: str | None, args: dict[int, str]) -> Message:
+    calls = tuple(
+        ToolCall(c.id, c.name, args[k]) if k in args else c
+        for k, c in enumerate(message.tool_calls)
+    )
+    return Message(
+        role=message.role,
+        content=message.content if content is None else content,
+        name=message.name,
+        tool_calls=calls,
+        tool_call_id=message.tool_call_id,
+        timestamp=message.timestamp,
+        metadata=message.metadata,
+        id=message.id,
+    )
+
+
+def elide(
+    counter: TokenCounter,
+    messages: Sequence[Message],
+    seqs: Sequence[int],
+    tokens: Sequence[int],
+    room: int,
+    notes: Callable[[int], str] | None = None,
+    cache: dict[tuple[int, int, int], str] | None = None,
+) -> tuple[list[Message], list[int], int] | None:
+    """``messages`` (stored as ``seqs``, costing ``tokens``) cut to fit ``room`` tokens in
+    total, or None when even the framing and markers do not fit. Returns the messages,
+    the indices of those that were cut, and their total tokens. ``notes(i)`` may give a
+    line of key facts for message ``i``'s marker (what the cut-out middle held); ``cache``
+    keeps cut texts by (seq, unit, share) between calls. Arguments of a cut call become a
+    JSON object ``{"elided_by_contextfold": "head … tail"}`` (still valid JSON)."""
+    total = sum(tokens)
+    if total <= room:
+        return list(messages), [], total
+    units = _units(messages, tokens, counter)
+    if not units:
+        return None
+    if notes is not None:  # key facts in the markers when there is room for them
+        fit = _elide(counter, messages, seqs, tokens, room, units, notes, cache)
+        if fit is not None:
+            return fit
+    return _elide(counter, messages, seqs, tokens, room, units, None, cache)
+
+
+def _elide(
+    counter: TokenCounter,
+    messages: Sequence[Message],
+    seqs: Sequence[int],
+    tokens: Sequence[int],
+    room: int,
+    units: list[_Unit],
+    notes: Callable[[int], str] | None,
+    cache: dict[tuple[int, int, int], str] | None,
+) -> tuple[list[Message], list[int], int] | None:
+    total = sum(tokens)
+    fixed = total - sum(u.tokens for u in units)
+    unit_notes = [notes(u.index) if notes is not None and u.call < 0 else "" for u in units]
+    markers = [counter.count(_mark(seqs[u.index], u.tokens, n)) + 2
+               for u, n in zip(units, unit_notes, strict=True)]
+    available = room - fixed
+    for _ in range(4):
+        cap = _cap([u.tokens for u in units], available, markers)
+        if cap is None:
+            return None
+        if cap > 4 * _STEP:  # shares in steps, so the same cut is reused turn after turn
+            cap -= cap % _STEP
+        out = list(messages)
+        cut: dict[int, tuple[str | None, dict[int, str]]] = {}
+        for u, note, marker in zip(units, unit_notes, markers, strict=True):
+            if u.tokens <= cap + marker:
+                continue
+            is_args = u.call >= 0
+            seq = seqs[u.index]
+            key = (seq, u.call if note or u.call >= 0 else -2, cap)
+            short = cache.get(key) if cache is not None else None
+            if short is None:
+
+                def fits(text: str, is_args: bool = is_args, limit: int = cap + marker) -> bool:
+                    body = json.dumps({"elided_by_contextfold": text}, ensure_ascii=False) if (
+                        is_args) else text
+                    return counter.count(body) <= limit
+
+                short = _cut(counter, u.text, u.tokens, cap, seq, fits, note)
+                if short is None:
+                    return None
+                if cache is not None:
+                    if len(cache) > 256:
+                        cache.clear()
+                    cache[key] = short
+            content, args = cut.get(u.index, (None, {}))
+            if is_args:
+                args[u.call] = json.dumps({"elided_by_contextfold": short}, ensure_ascii=False)
+            else:
+                content = short
+            cut[u.index] = (content, args)
+        for index, (content, args) in cut.items():
+            out[index] = _rebuild(messages[index], content, args)
+        used = sum(
+            count_message(counter, m) if i in cut else t
+            for i, (m, t) in enumerate(zip(out, tokens, strict=True))
+        )
+        if used <= room:
+            return out, sorted(cut), used
+        available -= used - room  # token boundaries moved: try again with less
+    return None

@@ -1,0 +1,96 @@
+"""Agent memory through the front doors, on every store: a huge tool result or batch never
+makes ``context()`` raise, masking stand-ins stay byte-identical from turn to turn, the
+newest tool result is always visible, and folding waits until masking is not enough."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+
+from contextfold import AsyncMemory, Masking, Memory, Message, TokenBudget, ToolCall
+from contextfold.masking import STAND_IN_PREFIX
+from contextfold.settings import AgentSettings
+from contextfold.stores.base import Store
+from contextfold.testing.provider_rules import check_provider_rules
+
+from .test_fronts import KINDS, fronts_pg_url, make_store  # noqa: F401 (the fixture)
+
+
+def agent_turns(rounds: int, big_every: int = 0) -> list[list[Message]]:
+    """An agent run: each round one call (or a parallel pair) and its result(s)."""
+    steps: list[list[Message]] = [[Message(role="user", content="Fix CI on branch fix-42.")]]
+    for i in range(rounds):
+        calls = [ToolCall(f"c{i}a", "run_tests", json.dumps({"target": f"suite_{i}"}))]
+        if i % 4 == 3:
+            calls.append(ToolCall(f"c{i}b", "read_file", json.dumps({"path": f"mod_{i}.py"})))
+        size = 2500 if big_every and i % big_every == big_every - 1 else 15
+        step = [Message(role="assistant", tool_calls=tuple(calls))]
+        for c in calls:
+            body = "\n".join(f"{c.name} {i} line {k}: ok" for k in range(size))
+            step.append(Message(role="tool", tool_call_id=c.id,
+                                content=f"build B-{1000 + i} status failed\n{body}\nEND-{i}"))
+        steps.append(step)
+        steps.append([Message(role="assistant", content=f"Round {i} done.")])
+    return steps
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_agent_run_on_every_store(kind: str, tmp_path: Path, request: pytest.FixtureRequest
+                                  ) -> None:
+    store: Store = make_store(kind, tmp_path, request)
+    stand_ins: dict[str, str] = {}
+    with Memory(store, policy=TokenBudget(1500), masking=Masking(keep=2)) as memory:
+        sid = f"agent-{uuid.uuid4().hex[:6]}"
+        for step in agent_turns(16, big_every=5):
+            memory.add(sid, *step)
+            ctx = memory.context(sid)
+            assert ctx.tokens <= 1500 and check_provider_rules(ctx) == []
+            tools = [m for m in ctx.messages if m.role == "tool"]
+            newest = [m for m in step if m.role == "tool"]
+            if newest:  # the newest results are visible (cut, maybe, but there)
+                assert {m.tool_call_id for m in newest} <= {m.tool_call_id for m in tools}
+            for m in tools:
+                if m.text.startswith(STAND_IN_PREFIX):
+                    assert m.tool_call_id is not None
+                    assert stand_ins.setdefault(m.tool_call_id, m.text) == m.text
+        assert stand_ins
+        assert len(memory.messages(sid)) == sum(len(s) for s in agent_turns(16, big_every=5))
+
+
+def test_async_front_never_raises_for_a_batch_over_budget() -> None:
+    async def main() -> None:
+        async with AsyncMemory("memory://", policy=TokenBudget(600), masking=True) as memory:
+            calls = tuple(ToolCall(f"c{i}", "search", json.dumps({"q": f"topic {i}"}))
+                          for i in range(3))
+            await memory.add("s", {"role": "user", "content": "search three topics"})
+            await memory.add("s", Message(role="assistant", tool_calls=calls))
+            for i in range(3):
+                await memory.add("s", Message(role="tool", tool_call_id=f"c{i}",
+                                              content=f"result {i}: " + "text " * 3000))
+                ctx = await memory.context("s")
+                assert ctx.tokens <= 600 and check_provider_rules(ctx) == []
+            assert ctx.elided and len([m for m in ctx.messages if m.role == "tool"]) == 3
+
+    asyncio.run(main())
+
+
+def test_folding_waits_until_masking_is_not_enough() -> None:
+    def folds(masking: Masking | None) -> int:
+        with Memory("memory://", policy=TokenBudget(2000), masking=masking) as memory:
+            for step in agent_turns(30):
+                memory.add("s", *step)
+                memory.context("s")
+            return memory.usage("s").folds
+
+    plain, masked = folds(None), folds(Masking(keep=2))
+    assert masked < plain and plain > 0
+
+
+def test_agent_settings_turn_masking_on() -> None:
+    options = AgentSettings().options()
+    assert options["masking"] == Masking(keep=3)
+    assert AgentSettings.from_mapping({"keep_tool_results": None}).options()["masking"] is None

@@ -1,0 +1,116 @@
+"""Agent state: generic key-fact extraction from JSON and text tool output, call records
+de-duplicated with the newest value winning, and agent turns in the offline summary."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contextfold import Message, ToolCall
+from contextfold.messages import StoredMessage
+from contextfold.summarizers.agent_state import (
+    agent_lines,
+    call_signature,
+    is_failure,
+    key_facts,
+    observation_line,
+)
+from contextfold.summarizers.extractive import ExtractiveSummarizer
+from contextfold.summarizers.facts import parse_summary
+from contextfold.tokens import get_counter
+
+T0 = datetime(2025, 3, 1, 9, 0, tzinfo=timezone.utc)
+
+
+def test_json_facts_keep_ids_statuses_amounts_dates_and_errors() -> None:
+    result = {
+        "order": {"order_id": "ORD-88213", "status": "shipped", "total": 129.5,
+                  "created_at": "2025-02-27T10:00:00Z", "notes": "x" * 500},
+        "items": [{"sku": "A1-22", "qty": 2}, {"sku": "B7-01", "qty": 1}],
+        "accounts": {"acct_7781": {"balance": 12}, "acct_9902": {"balance": 0}},
+    }
+    facts = " | ".join(key_facts(json.dumps(result)))
+    for value in ("ORD-88213", "shipped", "129.5", "2025-02-27T10:00:00Z", "A1-22", "B7-01",
+                  "acct_7781", "acct_9902"):
+        assert value in facts, value
+    assert "xxxx" not in facts
+    failed = json.dumps({"ok": False, "error": "quota exceeded for key k-19"})
+    assert is_failure(failed) and "quota exceeded" in key_facts(failed)[0]
+    assert not is_failure(json.dumps(result))
+
+
+def test_text_facts_keep_the_last_error_paths_and_ids() -> None:
+    log = "\n".join(["collecting 42 items"]
+                    + [f"tests/test_{i}.py::test_x PASSED" for i in range(300)]
+                    + ['  File "src/app/config.py", line 88, in load',
+                       "KeyError: 'max_tokens'", "1 failed, 300 passed in 2.10s"])
+    facts = " | ".join(key_facts(log))
+    assert "KeyError: 'max_tokens'" in facts and "src/app/config.py" in facts
+    assert len(facts) < 700 and is_failure("Error: payment amount does not add up")
+
+
+def test_call_signature_and_observation_line_are_one_compact_line() -> None:
+    call = ToolCall("c1", "book", json.dumps({"user_id": "u_1", "flights": [
+        {"flight_number": "HX101", "date": "2024-05-20"}], "insurance": False}))
+    assert call_signature(call.name, call.arguments) == (
+        "book(user_id=u_1, flights=[HX101, 2024-05-20], insurance=false)")
+    line = observation_line(call, '{"reservation_id": "R9", "status": "confirmed"}')
+    assert line.startswith("book(user_id=u_1") and "reservation_id: R9" in line
+    assert "\n" not in line and ". " not in line
+
+
+def _stored(messages: list[Message]) -> list[StoredMessage]:
+    return [StoredMessage(i + 1, m, 10) for i, m in enumerate(messages)]
+
+
+def _round(i: int, name: str, args: dict[str, str], result: str) -> list[Message]:
+    return [Message(role="assistant", tool_calls=(ToolCall(f"c{i}", name, json.dumps(args)),)),
+            Message(role="tool", tool_call_id=f"c{i}", content=result)]
+
+
+def test_records_dedupe_with_the_newest_value_winning_and_failures_kept() -> None:
+    msgs = [Message(role="user", content="Cancel order ORD-1.")]
+    msgs += _round(1, "get_order", {"id": "ORD-1"}, '{"status": "open"}')
+    msgs += _round(2, "cancel", {"id": "ORD-1"}, '{"error": "locked by job J-7"}')
+    msgs += _round(3, "cancel", {"id": "ORD-1"}, '{"status": "cancelled"}')
+    msgs += _round(4, "get_order", {"id": "ORD-1"}, '{"status": "cancelled"}')
+    lines = [line.text for line in agent_lines(_stored(msgs))]
+    assert len(lines) == 3
+    assert lines[0].startswith("cancel(id=ORD-1) → FAILED") and "J-7" in lines[0]
+    assert "cancelled" in lines[1] and lines[2].startswith("get_order(id=ORD-1) →")
+    assert not any("open" in line for line in lines)
+
+
+def test_folds_keep_agent_state_and_the_newest_value_across_folds() -> None:
+    counter = get_counter()
+    chat = [Message(role="user", content="Deploy build B-1 to staging, never to prod.",
+                    timestamp=T0)]
+    chat += _round(1, "deploy", {"build": "B-1", "env": "staging"},
+                   '{"deployment_id": "D-100", "status": "pending"}')
+    chat += [Message(role="assistant", content="Deployment started, I'll check it.")]
+    summarizer = ExtractiveSummarizer()
+    first = summarizer.fold("", _stored(chat), 300, counter)
+    assert "deploy(build=B-1, env=staging) → deployment_id: D-100; status: pending" in first
+    later = _round(2, "deploy", {"build": "B-1", "env": "staging"},
+                   '{"deployment_id": "D-100", "status": "live"}')
+    second = summarizer.fold(first, [StoredMessage(9 + i, m, 10) for i, m in enumerate(later)],
+                             300, counter)
+    records = [f.text for f in parse_summary(second) if f.speaker == "Tools"]
+    assert len(records) == 1 and "status: live" in records[0]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner,
+                                                                max_size=4),
+    max_leaves=30,
+))
+def test_key_facts_never_fail_and_stay_within_their_room(value: object) -> None:
+    text = json.dumps(value)
+    facts = key_facts(text, 120)
+    assert sum(len(f) for f in facts) <= 120 + 40 * len(facts)
+    assert key_facts(text, 120) == facts  # deterministic
