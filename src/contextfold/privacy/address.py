@@ -1,0 +1,44 @@
+"""Street addresses: a street with its house number, in each locale's conventions.
+
+Addresses have no checksum, so the patterns are strict about structure instead: a
+street-type word (``Street``, ``Caddesi``, ``-straße``, ``Calle``, ``rue``, ``ул.``) next to a
+capitalised name *and* a house number. A lone city, postcode or street name without a
+number is left alone. The locale modules hold the patterns; :class:`StreetAddressDetector`
+runs them behind a cheap substring test.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+
+from .detectors import Finding
+
+__all__ = ["StreetAddressDetector"]
+
+_HAS_DIGIT = re.compile(r"\d").search
+
+
+class StreetAddressDetector:
+    """Finds ``ADDRESS`` spans with ``patterns``, run only on text holding one of ``hints``
+    (substrings every match must contain, such as the street-type words; none means always)
+    and a digit."""
+
+    kind = "ADDRESS"
+
+    def __init__(self, name: str, patterns: Sequence[re.Pattern[str]], hints: Sequence[str]):
+        self.name = name
+        self.patterns = tuple(patterns)
+        self.hints = tuple(hints)
+
+    def find(self, text: str) -> Iterator[Finding]:
+        if self.hints and not any(h in text for h in self.hints):
+            return
+        if _HAS_DIGIT(text) is None:
+            return
+        for pattern in self.patterns:
+            for m in pattern.finditer(text):
+                yield Finding(m.start(), m.end(), "ADDRESS")
+
+    def __repr__(self) -> str:
+        return f"StreetAddressDetector({self.name!r})"

@@ -1,0 +1,34 @@
+"""Italian: codice fiscale (with omocodia), Italian landlines with their 0 prefix."""
+
+from __future__ import annotations
+
+import re
+
+from stdnum.it import codicefiscale
+
+from ..identity import NationalIdDetector
+from . import Locale
+from .common import TRUNK_ZERO
+
+__all__ = ["LOCALE"]
+
+# Codice fiscale: surname, name, birth date and place, check letter (stdnum.it
+# .codicefiscale); digits may be replaced by letters (omocodia). "RSSMRA85T10A562S".
+_D = "[0-9LMNPQRSTUVlmnpqrstuv]"
+_CF = re.compile(
+    rf"(?<![\w\-])[A-Za-z]{{6}}{_D}{{2}}[A-EHLMPR-Ta-ehlmpr-t]{_D}{{2}}[A-Za-z]{_D}{{3}}[A-Za-z]"
+    r"(?![\w])"
+)
+
+
+def _cf_valid(compact: str) -> bool:
+    return len(compact) == 16 and bool(codicefiscale.is_valid(compact))
+
+
+LOCALE = Locale(
+    name="it",
+    phone_regions=("IT",),
+    national_ids=(NationalIdDetector("IT_FISCAL_CODE", _CF, _cf_valid),),
+    phone_shapes=(TRUNK_ZERO,),
+    description="codice fiscale; Italian landlines (mobiles need the phonenumbers extra)",
+)
