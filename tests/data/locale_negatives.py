@@ -1,4 +1,3 @@
-# ruff: noqa: E501, RUF001  (one sentence per line; Cyrillic is meant)
 """Hard negatives per locale, written *before* the positives and before any tuning.
 
 Each sentence holds something of the same shape as personal data that is not personal

@@ -66,10 +66,13 @@ _AMOUNT_AFTER = re.compile(
     r"habitant|personas|personnes|menschen|kişi|человек|km|kg|mb|gb))"
 )
 _CURRENCY_BEFORE = re.compile(r"[€$£₺₽]\s?$")
+# "700 000 000": three-digit groups of zeros are a round amount, not a subscriber number.
+_ROUND_AMOUNT = re.compile(r"\d{1,3}(?:[ .]000){2}$").search
 # Words that announce a phone number, in the default locales' languages.
 _PHONE_CUE = re.compile(
     r"(?i)\b(?:tel|phone|telefon|teléfono|telefono|téléphone|fon|handy|mobil|móvil|movil|"
-    r"cel|portable|cep|gsm|whatsapp|sms|llam|appel|ruf|call|ring|text|звон|тел|моб|сотов)"
+    r"cel|portable|cep|gsm|whatsapp|sms|llam|appel|ruf|call|ring|text|contact|kontakt|"
+    r"iletişim|ara|звон|тел|моб|сотов|контакт)"
 )
 
 
@@ -154,6 +157,8 @@ class PhoneDetector:
                 if _AMOUNT_AFTER.match(text, m.end()) or _CURRENCY_BEFORE.search(
                     text, max(0, m.start() - 2), m.start()
                 ):
+                    continue
+                if _ROUND_AMOUNT(s) is not None:
                     continue
                 if shape.accept is not None and not shape.accept(m, text):
                     continue

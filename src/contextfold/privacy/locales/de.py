@@ -16,7 +16,7 @@ __all__ = ["LOCALE", "id_card_valid"]
 # Steuerliche Identifikationsnummer: 11 digits, check digit ISO 7064 mod 11,10 plus the
 # digit-repetition rule (stdnum.de.idnr); printed "12 345 678 901" or bare.
 _TAX_ID = re.compile(
-    r"(?<![\w\-.,/+])\d{2}(?P<s>[ ]?)\d{3}(?P=s)\d{3}(?P=s)\d{3}(?![\w]|[.,\-/]\d)"
+    r"(?<![\w\-.,/+])\d{2}(?P<s>[ ]?)\d{3}(?P=s)\d{3}(?P=s)\d{3}(?![\w]|[.,/]\d|-\w)"
 )
 
 # Personalausweis (since 2010): nine characters from an alphabet without vowels and

@@ -18,7 +18,7 @@ __all__ = ["LOCALE"]
 # key 97 - (number mod 97) (stdnum.fr.nir). "1 85 05 78 006 084 36", "185057800608436".
 _NIR = re.compile(
     r"(?<![\w\-.,/+])[1-478](?P<s>[ ]?)\d{2}(?P=s)\d{2}(?P=s)(?:\d{2}|2[ABab])(?P=s)\d{3}"
-    r"(?P=s)\d{3}(?P=s)\d{2}(?![\w]|[.,\-/]\d)"
+    r"(?P=s)\d{3}(?P=s)\d{2}(?![\w]|[.,/]\d|-\w)"
 )
 
 # A French mobile written without separators ("0612345678"): trunk 0 and a 6 or 7.

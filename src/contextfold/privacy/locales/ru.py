@@ -17,9 +17,13 @@ __all__ = ["LOCALE", "snils_valid"]
 # SNILS: nine digits and a two-digit check number, printed "112-233-445 95". python-stdnum
 # has no module for it. The check: digits weighted 9..1, sum mod 101, 100 → 00; the check
 # is only defined for numbers above 001-001-998.
+# Written grouped ("112-233-445 95") it is taken on its check; bare (11 digits, the shape of
+# many order numbers, of which ~1 in 100 pass) only after the word "СНИЛС".
 _SNILS = re.compile(
-    r"(?<![\w\-.,/+])\d{3}(?P<s>[\- ]?)\d{3}(?P=s)\d{3}[\- ]?\d{2}(?![\w]|[.,\-/]\d)"
+    r"(?<![\w\-.,/+])\d{3}(?P<s>[\- ])\d{3}(?P=s)\d{3}[\- ]\d{2}(?![\w]|[.,/]\d|-\w)"
 )
+_SNILS_BARE = re.compile(r"(?<![\w\-.,/+])\d{11}(?![\w]|[.,/]\d|-\w)")
+_SNILS_CUE = re.compile(r"(?i)(?:снилс|snils|страхов)")
 
 
 def snils_valid(compact: str) -> bool:
@@ -32,7 +36,7 @@ def snils_valid(compact: str) -> bool:
 
 
 # Personal INN: twelve digits with two check digits (stdnum.ru.inn); a company's INN has ten.
-_INN = re.compile(r"(?<![\w\-.,/+])\d{12}(?![\w]|[.,\-/]\d)")
+_INN = re.compile(r"(?<![\w\-.,/+])\d{12}(?![\w]|[.,/]\d|-\w)")
 
 
 def _personal_inn_valid(compact: str) -> bool:
@@ -85,6 +89,7 @@ LOCALE = Locale(
     phone_regions=("RU",),
     national_ids=(
         NationalIdDetector("RU_SNILS", _SNILS, snils_valid),
+        NationalIdDetector("RU_SNILS", _SNILS_BARE, snils_valid, cue=_SNILS_CUE),
         NationalIdDetector("RU_INN", _INN, _personal_inn_valid),
     ),
     phone_shapes=(_RU_SHAPE, BARE_AFTER_CUE),

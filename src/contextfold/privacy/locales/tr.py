@@ -17,7 +17,7 @@ __all__ = ["LOCALE"]
 # T.C. kimlik no: 11 digits, no leading zero, two check digits (stdnum.tr.tckimlik);
 # written bare or, rarely, in groups of 3-3-3-2.
 _TCKN = re.compile(
-    r"(?<![\w\-.,/+])[1-9]\d{2}(?P<s>[ ]?)\d{3}(?P=s)\d{3}(?P=s)\d{2}(?![\w]|[.,\-/]\d)"
+    r"(?<![\w\-.,/+])[1-9]\d{2}(?P<s>[ ]?)\d{3}(?P=s)\d{3}(?P=s)\d{2}(?![\w]|[.,/]\d|-\w)"
 )
 
 # Phones: ten national digits (area 2xx-4xx, mobile 5xx, 850), trunk 0. "0532 123 45 67",
@@ -46,7 +46,14 @@ _TR_SHAPE = PhoneShape("tr", _TR_PHONE, digits=(10, 11), accept=_tr_phone_ok)
 # "Şair Nefi Sk. No.7 Daire 5", "1453 Sokak No:4", "İnönü Bulvarı No 15 Kat 2".
 _UP = "A-ZÇĞİÖŞÜ"
 _LOW = "a-zçğıöşüâîû"
-_W = rf"(?:[{_UP}][{_LOW}'’]+|\d{{1,5}}\.?)"
+# Words that open a sentence before an address ("Adresim Atatürk Caddesi ...") are not
+# part of the street name.
+_NOT_NAME = (
+    r"(?!(?:Adres|Adresim|Adresimiz|Adresi|Kargo|Kargoyu|Paket|Paketi|Teslimat|Fatura|Ev|Evim|"
+    r"Evimiz|Ofis|Ofisimiz|Yeni|Eski|Lütfen|Benim|Bizim|Gönder|Gönderin|Sipariş|Müşteri|"
+    r"Şube|Mağaza|Mağazamız|Burası|Orası|Burada|Adreste|Yer|Yeri)\b)"
+)
+_W = rf"(?:{_NOT_NAME}[{_UP}][{_LOW}'’]+|\d{{1,5}}\.?)"
 _MAH = r"(?:Mahallesi|Mahalle|Mah\.|Mh\.)"
 _STREET = (
     r"(?:Caddesi|Cadde|Cad\.|Cd\.|Sokağı|Sokak|Sok\.|Sk\.|Bulvarı|Bulv\.|Blv\.|Meydanı|Yolu"
