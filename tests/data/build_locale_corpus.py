@@ -91,7 +91,7 @@ POSITIVES: dict[str, list[str]] = {
         "Meine Ausweisnummer ist [[DE_ID_CARD:T22000129]].",
         "Personalausweis [[DE_ID_CARD:L01X00T471]] wurde gestohlen.",
         "Ausweis-Nr. [[DE_ID_CARD:MP5HFG4H7]] und Steuer-ID [[DE_TAX_ID:45575918360]].",
-        "Die Nummer aus der Maschinenzeile: [[DE_ID_CARD:M6PTRTC392]]",
+        "Ausweisnummer aus der Maschinenzeile: [[DE_ID_CARD:M6PTRTC392]]",
         # phones
         "Ruf mich unter [[PHONE:030 12345678]] an.",
         "Handy: [[PHONE:0171 1234567]]",

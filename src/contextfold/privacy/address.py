@@ -30,9 +30,12 @@ class StreetAddressDetector:
         self.name = name
         self.patterns = tuple(patterns)
         self.hints = tuple(hints)
+        self._hint = (
+            re.compile("|".join(re.escape(h) for h in self.hints)).search if self.hints else None
+        )
 
     def find(self, text: str) -> Iterator[Finding]:
-        if self.hints and not any(h in text for h in self.hints):
+        if self._hint is not None and self._hint(text) is None:
             return
         if _HAS_DIGIT(text) is None:
             return

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
-from .detectors import Finding, digits_of
+from .detectors import Finding, digit_windows, digits_of
 
 __all__ = ["EmailDetector", "PhoneDetector", "PhoneShape", "phone_cue_before"]
 
@@ -149,8 +149,9 @@ class PhoneDetector:
         for m in _PHONE_INTL.finditer(text) if "+" in text else ():
             if 8 <= len(digits_of(m.group())) <= 15:
                 yield Finding(m.start(), m.end(), "PHONE")
-        for shape in self._shapes:
-            for m in shape.pattern.finditer(text):
+        windows = digit_windows(text, 9) if self._shapes else []
+        for shape, (pos, endpos) in ((s, w) for w in windows for s in self._shapes):
+            for m in shape.pattern.finditer(text, pos, endpos):
                 s = m.group()
                 if len(digits_of(s)) not in shape.digits or _looks_like_date(s):
                     continue

@@ -20,11 +20,19 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
 from ..errors import ConfigError
 
-__all__ = ["Detector", "Finding", "PatternDetector", "check_kind", "digits_of"]
+__all__ = [
+    "Detector",
+    "Finding",
+    "PatternDetector",
+    "check_kind",
+    "digit_windows",
+    "digits_of",
+]
 
 _KIND = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*")
 
@@ -58,6 +66,40 @@ def check_kind(kind: str) -> str:
 def digits_of(s: str) -> str:
     """The ASCII digits of ``s``, in order."""
     return "".join(c for c in s if "0" <= c <= "9")
+
+
+# Digits joined by at most three separator characters: "0 (532) 123 45 67", "040 / 123 456".
+_CLUSTER = re.compile(r"\d(?:[ .\-/()]{0,3}\d)*")
+_SEPARATORS = str.maketrans("", "", " .-/()")
+
+
+@lru_cache(maxsize=64)
+def _clusters(text: str) -> tuple[tuple[int, int, int], ...]:
+    return tuple(
+        (m.start(), m.end(), len(m.group().translate(_SEPARATORS))) for m in _CLUSTER.finditer(text)
+    )
+
+
+@lru_cache(maxsize=256)
+def digit_windows(text: str, min_digits: int, margin: int = 4) -> tuple[tuple[int, int], ...]:
+    """``(pos, endpos)`` windows round every cluster of at least ``min_digits`` digits.
+
+    Number-shaped detectors run their patterns only inside these, so a text is scanned once
+    for digit clusters (cached for the detectors that follow) instead of once per pattern.
+    ``margin`` characters either side hold what a pattern takes beyond the digits (a
+    bracket, a check letter) and what its lookahead must see; lookbehinds see the whole
+    text anyway.
+    """
+    out: list[tuple[int, int]] = []
+    for start, end, n in _clusters(text):
+        if n < min_digits:
+            continue
+        pos, endpos = max(0, start - margin), min(len(text), end + margin)
+        if out and pos <= out[-1][1]:
+            out[-1] = (out[-1][0], endpos)
+        else:
+            out.append((pos, endpos))
+    return tuple(out)
 
 
 class PatternDetector:

@@ -33,7 +33,7 @@ _SECRET_HINTS: tuple[tuple[str, ...], ...] = (
     ("sk-",),
     ("sk_", "rk_", "pk_"),
     ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA"),
-    ("gh", "github_pat_"),
+    ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     ("xox",),
     ("AIza",),
     ("eyJ",),
@@ -48,6 +48,9 @@ _SECRET_CUED = re.compile(
 )
 
 
+_ANY_HINT = re.compile("|".join(re.escape(h) for hints in _SECRET_HINTS for h in hints)).search
+
+
 class SecretDetector:
     """API keys and credentials in common shapes: ``sk-…`` (OpenAI/Anthropic), Stripe keys,
     AWS access key ids (``AKIA…``), GitHub and Slack tokens, Google API keys, JWTs, PEM
@@ -55,7 +58,9 @@ class SecretDetector:
 
     def find(self, text: str) -> Iterator[Finding]:
         # Substring checks are ~100x faster than a regex scan and most text has no hint.
-        for hints, pattern in zip(_SECRET_HINTS, _SECRET_PATTERNS, strict=True):
+        for hints, pattern in (
+            zip(_SECRET_HINTS, _SECRET_PATTERNS, strict=True) if _ANY_HINT(text) else ()
+        ):
             if any(h in text for h in hints):
                 for m in pattern.finditer(text):
                     yield Finding(m.start(), m.end(), "SECRET")
@@ -66,7 +71,7 @@ class SecretDetector:
             value = m.group("value")
             # A cue followed by an ordinary word ("token is required") is not a secret; after
             # a bare space ("password Winter2024!") the value must also mix in a non-letter.
-            if value.isalpha() and (value.islower() or not m.group("sep").strip()):
+            if value.isalpha() and (value.islower() or not (m.group("sep") or "").strip()):
                 continue
             yield Finding(m.start("value"), m.end("value"), "SECRET")
 

@@ -16,19 +16,23 @@ __all__ = ["LOCALE", "id_card_valid"]
 # Steuerliche Identifikationsnummer: 11 digits, check digit ISO 7064 mod 11,10 plus the
 # digit-repetition rule (stdnum.de.idnr); printed "12 345 678 901" or bare.
 _TAX_ID = re.compile(
-    r"(?<![\w\-.,/+])\d{2}(?P<s>[ ]?)\d{3}(?P=s)\d{3}(?P=s)\d{3}(?![\w]|[.,/]\d|-\w)"
+    r"\d(?<![\w\-.,/+].)\d(?P<s>[ ]?)\d{3}(?P=s)\d{3}(?P=s)\d{3}(?![\w]|[.,/]\d|-\w)"
 )
 
 # Personalausweis (since 2010): nine characters from an alphabet without vowels and
 # look-alikes (first one a letter L M N P R T V W X Y), then the ICAO 9303 check digit
 # (weights 7-3-1) as in the machine-readable zone. python-stdnum has no module for it.
+# One code in ten of that shape passes the check, so both forms — with the check digit, and
+# the nine characters printed on the card front — are taken only after a cue word.
 _ID_ALPHABET = "CFGHJKLMNPRTVWXYZ0123456789"
 _ID_CARD = re.compile(
-    r"(?<![\w\-])[LMNPRTVWXY][CFGHJ-NPRTV-Z0-9]{8}\d(?![\w])"
+    r"[LMNPRTVWXY](?<![\w\-].)[CFGHJ-NPRTV-Z0-9]{8}\d(?![\w])"
 )
 # Printed on the card front without the check digit: taken after a cue word only.
-_ID_CARD_CUE = re.compile(r"(?i)(?:ausweis|perso\b|personalausweis|id-karte|idkarte)")
-_ID_CARD_NINE = re.compile(r"(?<![\w\-])[LMNPRTVWXY][CFGHJ-NPRTV-Z0-9]{8}(?![\w])")
+_ID_CARD_CUE = re.compile(r"(?i)(?:ausweis|perso\b|id-karte|idkarte)")
+# Case-sensitive literals: a cheap test before the case-insensitive cue search.
+_ID_CARD_HINT = re.compile(r"usweis|USWEIS|erso|ERSO|ID-Karte|IDKarte|Idkarte").search
+_ID_CARD_NINE = re.compile(r"[LMNPRTVWXY](?<![\w\-].)[CFGHJ-NPRTV-Z0-9]{8}(?![\w])")
 
 
 def _icao_check(chars: str) -> int:
@@ -93,20 +97,24 @@ LOCALE = Locale(
     name="de",
     phone_regions=("DE",),
     national_ids=(
-        NationalIdDetector("DE_TAX_ID", _TAX_ID, idnr.is_valid),
-        NationalIdDetector("DE_ID_CARD", _ID_CARD, id_card_valid),
-        NationalIdDetector("DE_ID_CARD", _ID_CARD_NINE, _nine_valid, cue=_ID_CARD_CUE),
+        NationalIdDetector("DE_TAX_ID", _TAX_ID, idnr.is_valid, min_digits=11),
+        NationalIdDetector(
+            "DE_ID_CARD", _ID_CARD, id_card_valid, cue=_ID_CARD_CUE, hint=_ID_CARD_HINT
+        ),
+        NationalIdDetector(
+            "DE_ID_CARD", _ID_CARD_NINE, _nine_valid, cue=_ID_CARD_CUE, hint=_ID_CARD_HINT
+        ),
     ),
     phone_shapes=(TRUNK_ZERO, BARE_AFTER_CUE),
     addresses=(
         StreetAddressDetector(
             "de",
             [_DE_ADDRESS],
-            hints=("str", "Str", "weg", "Weg", "platz", "Platz", "allee", "Allee", "gasse",
-                   "Gasse", "Ring", "damm", "Damm", "ufer", "Ufer", "chaussee",
-                   "Chaussee", "steig", "pfad", "markt", "graben", "kamp", "stieg",
-                   "Am ", "An d", "Auf d", "Im ", "In d", "Zum ", "Zur ", "Unter den",
-                   "Hinter der", "Vor dem"),
+            hints=("straße", "strasse", "Straße", "Strasse", "str.", "Str.", "weg ", "Weg ",
+                   "platz", "Platz", "allee", "Allee", "gasse", "Gasse", " Ring ", "damm",
+                   "Damm", "ufer", "Ufer", "chaussee", "Chaussee", "steig", "pfad", "markt",
+                   "graben", "kamp", "stieg", "Am ", "An d", "Auf d", "Im ", "In d", "Zum ",
+                   "Zur ", "Unter den", "Hinter der", "Vor dem"),
         ),
     ),
     description="Steuer-ID, Personalausweis; German phones; -straße/Str./Weg/Platz + number",

@@ -17,7 +17,7 @@ __all__ = ["LOCALE", "nino_valid"]
 # are its validation: first letter not D F I Q U V, second not D F I O Q U V, prefixes BG GB
 # KN NK NT TN ZZ never issued, six digits, suffix A-D.
 _NINO = re.compile(
-    r"(?<![\w\-])[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z](?P<s>[ \-]?)\d{2}(?P=s)\d{2}(?P=s)\d{2}"
+    r"[A-CEGHJ-PR-TW-Z](?<![\w\-].)[A-CEGHJ-NPR-TW-Z](?P<s>[ \-]?)\d{2}(?P=s)\d{2}(?P=s)\d{2}"
     r"(?P=s)[A-D](?![\w])"
 )
 _NINO_NEVER = frozenset({"BG", "GB", "KN", "NK", "NT", "TN", "ZZ"})
@@ -51,7 +51,7 @@ _SUFFIX_ABBREVIATIONS = "St|Ave|Rd|Blvd|Ln|Dr|Ct|Pl|Ter|Pkwy|Cir|Hwy|Sq|Trl"
 _DIRECTION = r"(?:N|S|E|W|NE|NW|SE|SW|North|South|East|West)\.?"
 _NAME_WORD = r"(?:[A-Z][a-z'\-]+|[A-Z]{2,}|[A-Z]\.?|\d{1,3}(?:st|nd|rd|th)|St\.|Mt\.)"
 _ADDRESS = re.compile(
-    r"(?<![\w\-/.,])\d{1,6}[A-Za-z]?(?:-\d{1,4})?,?\s"
+    r"\d(?<![\w\-/.,]\d)\d{0,5}[A-Za-z]?(?:-\d{1,4})?,?\s"
     rf"(?:{_DIRECTION}\s)?(?:{_NAME_WORD}\s){{0,3}}{_NAME_WORD}\s"
     rf"(?:(?:{_SUFFIX_WORDS})\b|(?:{_SUFFIX_ABBREVIATIONS})\b\.?)"
     rf"(?:\s{_DIRECTION}(?![\w]))?"
@@ -63,7 +63,7 @@ LOCALE = Locale(
     phone_regions=("US", "GB"),
     national_ids=(
         SSNDetector(),
-        NationalIdDetector("GB_NINO", _NINO, nino_valid),
+        NationalIdDetector("GB_NINO", _NINO, nino_valid, min_digits=6),
     ),
     phone_shapes=(_NANP, TRUNK_ZERO, BARE_AFTER_CUE),
     # "221B Baker Street", "1600 Pennsylvania Avenue NW", "350 5th Ave, Suite 3300".

@@ -15,9 +15,9 @@ from .common import BARE_AFTER_CUE
 __all__ = ["LOCALE"]
 
 # DNI: eight digits and the mod-23 check letter ("12345678Z", "12.345.678-Z", "12345678 z").
-_DNI = re.compile(r"(?<![\w\-.,/])\d{2}\.?\d{3}\.?\d{3}[ \-]?[A-Za-z](?![\w])")
+_DNI = re.compile(r"\d(?<![\w\-.,/].)\d\.?\d{3}\.?\d{3}[ \-]?[A-Za-z](?![\w])")
 # NIE: X, Y or Z, seven digits and the check letter ("X1234567L", "Y-1234567-X").
-_NIE = re.compile(r"(?<![\w\-.,/])[XYZxyz][ \-]?\d{7}[ \-]?[A-Za-z](?![\w])")
+_NIE = re.compile(r"[XYZxyz](?<![\w\-.,/].)[ \-]?\d{7}[ \-]?[A-Za-z](?![\w])")
 
 # Phones: nine digits, no trunk prefix, first digit 6-9, grouped 3-3-3, 3-2-2-2 or 2-3-2-2
 # ("612 345 678", "612 34 56 78", "91 123 45 67", "912-345-678").
@@ -44,7 +44,7 @@ _UP = "A-ZÁÉÍÓÚÑÜ"
 _LOW = "a-záéíóúñüç"
 _TYPE = (
     r"(?:Calle|calle|C/|c/|Avenida|avenida|Avda\.|avda\.|Av\.|Avd\.|Plaza|plaza|Pza\.|Pl\.|"
-    r"Paseo|paseo|P[ºo]\.?|Carrera|Camino|camino|Ronda|ronda|Travesía|travesía|Glorieta|"
+    r"Paseo|paseo|Pº\.?|Po\.|Carrera|Camino|camino|Ronda|ronda|Travesía|travesía|Glorieta|"
     r"Carretera|Ctra\.|Rambla|rambla|Vía|Callejón|Urbanización|Urb\.)"
 )
 _PARTICLE = r"(?:de|del|de la|de los|de las|la|el|los|las|y|d'|en)"
@@ -60,17 +60,18 @@ LOCALE = Locale(
     name="es",
     phone_regions=("ES",),
     national_ids=(
-        NationalIdDetector("ES_DNI", _DNI, dni.is_valid),
-        NationalIdDetector("ES_NIE", _NIE, nie.is_valid),
+        NationalIdDetector("ES_DNI", _DNI, dni.is_valid, min_digits=8),
+        NationalIdDetector("ES_NIE", _NIE, nie.is_valid, min_digits=7),
     ),
     phone_shapes=(_ES_SHAPE, BARE_AFTER_CUE),
     addresses=(
         StreetAddressDetector(
             "es",
             [_ES_ADDRESS],
-            hints=("alle", "C/", "c/", "venida", "Avd", "Av.", "laza", "Pza", "Pl.", "aseo",
-                   "Pº", "Po", "Carrera", "amino", "onda", "ravesía", "Glorieta", "Carretera",
-                   "Ctra", "ambla", "Vía", "Urb"),
+            hints=("Calle", "calle", "C/", "c/", "venida", "Avda", "avda", "Av.", "Avd.",
+                   "Plaza", "plaza", "Pza.", "Pl.", "Paseo", "paseo", "Pº", "Po.", "Carrera",
+                   "Camino", "camino", "Ronda", "ronda", "ravesía", "Glorieta", "Carretera",
+                   "Ctra.", "Rambla", "rambla", "Vía", "Callejón", "Urbanización", "Urb."),
         ),
     ),
     description="DNI, NIE; Spanish phones; Calle/C//Avda./Plaza + nº, piso",

@@ -17,7 +17,7 @@ __all__ = ["LOCALE"]
 # NIR: sex, year, month, département (2A/2B for Corsica), commune, order, then the two-digit
 # key 97 - (number mod 97) (stdnum.fr.nir). "1 85 05 78 006 084 36", "185057800608436".
 _NIR = re.compile(
-    r"(?<![\w\-.,/+])[1-478](?P<s>[ ]?)\d{2}(?P=s)\d{2}(?P=s)(?:\d{2}|2[ABab])(?P=s)\d{3}"
+    r"[1-478](?<![\w\-.,/+].)(?P<s>[ ]?)\d{2}(?P=s)\d{2}(?P=s)(?:\d{2}|2[ABab])(?P=s)\d{3}"
     r"(?P=s)\d{3}(?P=s)\d{2}(?![\w]|[.,/]\d|-\w)"
 )
 
@@ -41,7 +41,7 @@ _NAME = (
     rf"(?:{_PARTICLE}\s?)?[{_UP}][{_LOW}'’]+(?:[\s\-](?:{_PARTICLE}\s?)?[{_UP}][{_LOW}'’]+){{0,4}}"
 )
 _FR_ADDRESS = re.compile(
-    rf"(?<![\w\-/.,])\d{{1,4}}(?:\s?(?:bis|ter|quater|[A-D])(?![\w]))?,?\s{_TYPE}\s{_NAME}"
+    rf"\d(?<![\w\-/.,]\d)\d{{0,3}}(?:\s?(?:bis|ter|quater|[A-D])(?![\w]))?,?\s{_TYPE}\s{_NAME}"
     r"(?:,?\s(?:appartement|appt\.?|apt\.?|bât(?:iment)?\.?|étage|esc(?:alier)?\.?)\s?[0-9A-Z]{1,4}"
     r"(?![\w]))*"
 )
@@ -52,13 +52,8 @@ LOCALE = Locale(
     national_ids=(NationalIdDetector("FR_NIR", _NIR, nir.is_valid),),
     phone_shapes=(TRUNK_ZERO, _FR_BARE_MOBILE, BARE_AFTER_CUE),
     addresses=(
-        StreetAddressDetector(
-            "fr",
-            [_FR_ADDRESS],
-            hints=("ue ", "venue", "av.", "bd", "oulevard", "bld", "lace", "pl.", "llée",
-                   "uai", "mpasse", "hemin", "oute", "ours", "assage", "quare", "illa", "ité",
-                   "entier", "oie", "ond-point", "aubourg", "fg", "splanade", "romenade"),
-        ),
+        # The pattern opens on the house number, which is fast to scan for: no hints.
+        StreetAddressDetector("fr", [_FR_ADDRESS], hints=()),
     ),
     description="NIR with key; French phones; numéro (bis/ter) rue/avenue/boulevard/place",
 )

@@ -20,10 +20,11 @@ __all__ = ["LOCALE", "snils_valid"]
 # Written grouped ("112-233-445 95") it is taken on its check; bare (11 digits, the shape of
 # many order numbers, of which ~1 in 100 pass) only after the word "СНИЛС".
 _SNILS = re.compile(
-    r"(?<![\w\-.,/+])\d{3}(?P<s>[\- ])\d{3}(?P=s)\d{3}[\- ]\d{2}(?![\w]|[.,/]\d|-\w)"
+    r"\d(?<![\w\-.,/+].)\d{2}(?P<s>[\- ])\d{3}(?P=s)\d{3}[\- ]\d{2}(?![\w]|[.,/]\d|-\w)"
 )
-_SNILS_BARE = re.compile(r"(?<![\w\-.,/+])\d{11}(?![\w]|[.,/]\d|-\w)")
+_SNILS_BARE = re.compile(r"\d(?<![\w\-.,/+].)\d{10}(?![\w]|[.,/]\d|-\w)")
 _SNILS_CUE = re.compile(r"(?i)(?:снилс|snils|страхов)")
+_SNILS_HINT = re.compile(r"СНИЛС|снилс|Снилс|SNILS|snils|трахов|ТРАХОВ").search
 
 
 def snils_valid(compact: str) -> bool:
@@ -36,7 +37,7 @@ def snils_valid(compact: str) -> bool:
 
 
 # Personal INN: twelve digits with two check digits (stdnum.ru.inn); a company's INN has ten.
-_INN = re.compile(r"(?<![\w\-.,/+])\d{12}(?![\w]|[.,/]\d|-\w)")
+_INN = re.compile(r"\d(?<![\w\-.,/+].)\d{11}(?![\w]|[.,/]\d|-\w)")
 
 
 def _personal_inn_valid(compact: str) -> bool:
@@ -88,9 +89,11 @@ LOCALE = Locale(
     name="ru",
     phone_regions=("RU",),
     national_ids=(
-        NationalIdDetector("RU_SNILS", _SNILS, snils_valid),
-        NationalIdDetector("RU_SNILS", _SNILS_BARE, snils_valid, cue=_SNILS_CUE),
-        NationalIdDetector("RU_INN", _INN, _personal_inn_valid),
+        NationalIdDetector("RU_SNILS", _SNILS, snils_valid, min_digits=11),
+        NationalIdDetector(
+            "RU_SNILS", _SNILS_BARE, snils_valid, cue=_SNILS_CUE, hint=_SNILS_HINT
+        ),
+        NationalIdDetector("RU_INN", _INN, _personal_inn_valid, min_digits=12),
     ),
     phone_shapes=(_RU_SHAPE, BARE_AFTER_CUE),
     addresses=(

@@ -17,7 +17,7 @@ __all__ = ["LOCALE"]
 # T.C. kimlik no: 11 digits, no leading zero, two check digits (stdnum.tr.tckimlik);
 # written bare or, rarely, in groups of 3-3-3-2.
 _TCKN = re.compile(
-    r"(?<![\w\-.,/+])[1-9]\d{2}(?P<s>[ ]?)\d{3}(?P=s)\d{3}(?P=s)\d{2}(?![\w]|[.,/]\d|-\w)"
+    r"[1-9](?<![\w\-.,/+].)\d{2}(?P<s>[ ]?)\d{3}(?P=s)\d{3}(?P=s)\d{2}(?![\w]|[.,/]\d|-\w)"
 )
 
 # Phones: ten national digits (area 2xx-4xx, mobile 5xx, 850), trunk 0. "0532 123 45 67",
@@ -69,14 +69,14 @@ _TR_ADDRESS = re.compile(
 LOCALE = Locale(
     name="tr",
     phone_regions=("TR",),
-    national_ids=(NationalIdDetector("TR_TCKN", _TCKN, tckimlik.is_valid),),
+    national_ids=(NationalIdDetector("TR_TCKN", _TCKN, tckimlik.is_valid, min_digits=11),),
     phone_shapes=(_TR_SHAPE, TRUNK_ZERO, BARE_AFTER_CUE),
     addresses=(
         StreetAddressDetector(
             "tr",
             [_TR_ADDRESS],
-            hints=("Cad", "Cd.", "Sok", "Sk.", "Bulv", "Blv", "Meydan", "Yolu", "cad", "sok",
-                   "sk.", "bulv"),
+            hints=("Cad", "Cd.", "Sok", "Sk.", "Bulv", "Blv.", "Meydanı", "Yolu", "caddesi",
+                   "sokak", "sokağı", " sk.", "bulvarı", " cad.", " sok."),
         ),
     ),
     description="T.C. kimlik no; Turkish phone formats; Cad./Sk./Mah. No: addresses",
