@@ -153,5 +153,3 @@ class IBANDetector:
                 continue
             if iban_valid("".join(c for c in raw[:end] if c.isalnum())):
                 yield Finding(m.start(), m.start() + end, "IBAN")
-
-

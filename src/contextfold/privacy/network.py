@@ -49,5 +49,3 @@ class IPDetector:
             except ValueError:
                 continue
             yield Finding(m.start(), end, "IP")
-
-

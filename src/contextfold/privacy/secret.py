@@ -74,5 +74,3 @@ class SecretDetector:
             if value.isalpha() and (value.islower() or not (m.group("sep") or "").strip()):
                 continue
             yield Finding(m.start("value"), m.end("value"), "SECRET")
-
-

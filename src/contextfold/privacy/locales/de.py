@@ -25,9 +25,7 @@ _TAX_ID = re.compile(
 # One code in ten of that shape passes the check, so both forms — with the check digit, and
 # the nine characters printed on the card front — are taken only after a cue word.
 _ID_ALPHABET = "CFGHJKLMNPRTVWXYZ0123456789"
-_ID_CARD = re.compile(
-    r"[LMNPRTVWXY](?<![\w\-].)[CFGHJ-NPRTV-Z0-9]{8}\d(?![\w])"
-)
+_ID_CARD = re.compile(r"[LMNPRTVWXY](?<![\w\-].)[CFGHJ-NPRTV-Z0-9]{8}\d(?![\w])")
 # Printed on the card front without the check digit: taken after a cue word only.
 _ID_CARD_CUE = re.compile(r"(?i)(?:ausweis|perso\b|id-karte|idkarte)")
 # Case-sensitive literals: a cheap test before the case-insensitive cue search.
@@ -110,11 +108,45 @@ LOCALE = Locale(
         StreetAddressDetector(
             "de",
             [_DE_ADDRESS],
-            hints=("straße", "strasse", "Straße", "Strasse", "str.", "Str.", "weg ", "Weg ",
-                   "platz", "Platz", "allee", "Allee", "gasse", "Gasse", " Ring ", "damm",
-                   "Damm", "ufer", "Ufer", "chaussee", "Chaussee", "steig", "pfad", "markt",
-                   "graben", "kamp", "stieg", "Am ", "An d", "Auf d", "Im ", "In d", "Zum ",
-                   "Zur ", "Unter den", "Hinter der", "Vor dem"),
+            hints=(
+                "straße",
+                "strasse",
+                "Straße",
+                "Strasse",
+                "str.",
+                "Str.",
+                "weg ",
+                "Weg ",
+                "platz",
+                "Platz",
+                "allee",
+                "Allee",
+                "gasse",
+                "Gasse",
+                " Ring ",
+                "damm",
+                "Damm",
+                "ufer",
+                "Ufer",
+                "chaussee",
+                "Chaussee",
+                "steig",
+                "pfad",
+                "markt",
+                "graben",
+                "kamp",
+                "stieg",
+                "Am ",
+                "An d",
+                "Auf d",
+                "Im ",
+                "In d",
+                "Zum ",
+                "Zur ",
+                "Unter den",
+                "Hinter der",
+                "Vor dem",
+            ),
         ),
     ),
     description="Steuer-ID, Personalausweis; German phones; -straße/Str./Weg/Platz + number",

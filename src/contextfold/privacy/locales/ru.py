@@ -90,9 +90,7 @@ LOCALE = Locale(
     phone_regions=("RU",),
     national_ids=(
         NationalIdDetector("RU_SNILS", _SNILS, snils_valid, min_digits=11),
-        NationalIdDetector(
-            "RU_SNILS", _SNILS_BARE, snils_valid, cue=_SNILS_CUE, hint=_SNILS_HINT
-        ),
+        NationalIdDetector("RU_SNILS", _SNILS_BARE, snils_valid, cue=_SNILS_CUE, hint=_SNILS_HINT),
         NationalIdDetector("RU_INN", _INN, _personal_inn_valid, min_digits=12),
     ),
     phone_shapes=(_RU_SHAPE, BARE_AFTER_CUE),
@@ -100,8 +98,21 @@ LOCALE = Locale(
         StreetAddressDetector(
             "ru",
             [_RU_ADDRESS],
-            hints=("ул", "пр", "пер", "б-р", "бул", "ш.", "шоссе", "наб", "пл", "туп", "мкр",
-                   "микрорайон", "аллея"),
+            hints=(
+                "ул",
+                "пр",
+                "пер",
+                "б-р",
+                "бул",
+                "ш.",
+                "шоссе",
+                "наб",
+                "пл",
+                "туп",
+                "мкр",
+                "микрорайон",
+                "аллея",
+            ),
         ),
     ),
     description="SNILS, personal INN; Russian phones; ул./пр-т/пер. + д., кв.",
