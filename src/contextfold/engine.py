@@ -91,6 +91,7 @@ class AsyncMemory:
     (``redact_summary``, default on), in messages before they are stored
     (``redact_messages``, default off); ledger error text always. ``reversible=True`` keeps
     placeholder → value in the store (deleted with the session) for :meth:`restore`.
+    ``locales`` picks the national detectors of the default redactor (``["tr", "de"]``).
     """
 
     def __init__(
@@ -112,6 +113,7 @@ class AsyncMemory:
         redact_summary: bool = True,
         redact_messages: bool = False,
         reversible: bool = False,
+        locales: Sequence[str] | None = None,
     ) -> None:
         if fold not in ("inline", "manual", "deferred"):
             raise ConfigError(f"fold must be 'inline', 'manual' or 'deferred', got {fold!r}")
@@ -135,6 +137,7 @@ class AsyncMemory:
             redact_summary=redact_summary,
             redact_messages=redact_messages,
             reversible=reversible,
+            locales=locales,
         )
         self.system = system
         self.tools = list(tools) if tools else None
