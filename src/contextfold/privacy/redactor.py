@@ -374,6 +374,8 @@ def _normalise(kind: str, value: str) -> str:
         return value.lower()
     if kind in ("CARD", "SSN"):
         return "".join(c for c in value if c.isdigit())
+    if kind == "ADDRESS":
+        return " ".join(value.split()).casefold()
     if kind in NATIONAL_ID_KINDS:
         return "".join(c for c in value if c.isalnum()).upper()
     if kind == "PHONE":

@@ -49,9 +49,8 @@ _LOW = "a-zçğıöşüâîû"
 # Words that open a sentence before an address ("Adresim Atatürk Caddesi ...") are not
 # part of the street name.
 _NOT_NAME = (
-    r"(?!(?:Adres|Adresim|Adresimiz|Adresi|Kargo|Kargoyu|Paket|Paketi|Teslimat|Fatura|Ev|Evim|"
-    r"Evimiz|Ofis|Ofisimiz|Yeni|Eski|Lütfen|Benim|Bizim|Gönder|Gönderin|Sipariş|Müşteri|"
-    r"Şube|Mağaza|Mağazamız|Burası|Orası|Burada|Adreste|Yer|Yeri)\b)"
+    r"(?!(?:(?:Adres|Kargo|Paket|Teslimat|Fatura|Ofis|Şube|Mağaza|Sipariş|Müşteri|Gönder|Bura|"
+    r"Ora|Lütfen)[a-zçğıöşü]*|Ev|Evim|Evimiz|Evin|Eve|Evde|Yeni|Eski|Benim|Bizim|Yer|Yeri)\b)"
 )
 _W = rf"(?:{_NOT_NAME}[{_UP}][{_LOW}'’]+|\d{{1,5}}\.?)"
 _MAH = r"(?:Mahallesi|Mahalle|Mah\.|Mh\.)"
