@@ -112,7 +112,9 @@ def test_default_locales_cover_english_and_the_five_languages() -> None:
     assert set(DEFAULT_LOCALES) >= {"en", "tr", "de", "es", "fr", "ru"}
     assert set(available_locales()) >= set(DEFAULT_LOCALES)
     assert Redactor().locales == DEFAULT_LOCALES
-    assert Redactor().redact(TURKISH) == "T.C. kimlik no <TR_TCKN_1>, cep <PHONE_1>, <ADDRESS_1> Kadıköy"
+    assert Redactor().redact(TURKISH) == (
+        "T.C. kimlik no <TR_TCKN_1>, cep <PHONE_1>, <ADDRESS_1> Kadıköy"
+    )
 
 
 def test_locales_pick_the_national_detectors() -> None:

@@ -11,12 +11,32 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from functools import lru_cache
 
 from .detectors import Finding
 
 __all__ = ["StreetAddressDetector"]
 
 _HAS_DIGIT = re.compile(r"\d").search
+
+# Every hint of every detector in one pattern: text holding none of them (most text) is
+# scanned once for all locales instead of once per locale.
+_ALL_HINTS: dict[str, None] = {}
+_union: list[re.Pattern[str]] = []
+
+
+def _register_hints(hints: Sequence[str]) -> None:
+    before = len(_ALL_HINTS)
+    _ALL_HINTS.update(dict.fromkeys(hints))
+    if len(_ALL_HINTS) != before or not _union:
+        ordered = sorted(_ALL_HINTS, key=len, reverse=True)
+        _union[:] = [re.compile("|".join(re.escape(h) for h in ordered))]
+        _any_hint.cache_clear()
+
+
+@lru_cache(maxsize=64)
+def _any_hint(text: str) -> bool:
+    return bool(_union) and _union[0].search(text) is not None
 
 
 class StreetAddressDetector:
@@ -33,9 +53,11 @@ class StreetAddressDetector:
         self._hint = (
             re.compile("|".join(re.escape(h) for h in self.hints)).search if self.hints else None
         )
+        if self.hints:
+            _register_hints(self.hints)
 
     def find(self, text: str) -> Iterator[Finding]:
-        if self._hint is not None and self._hint(text) is None:
+        if self._hint is not None and (not _any_hint(text) or self._hint(text) is None):
             return
         if _HAS_DIGIT(text) is None:
             return

@@ -68,8 +68,10 @@ def digits_of(s: str) -> str:
     return "".join(c for c in s if "0" <= c <= "9")
 
 
-# Digits joined by at most three separator characters: "0 (532) 123 45 67", "040 / 123 456".
-_CLUSTER = re.compile(r"\d(?:[ .\-/()]{0,3}\d)*")
+# Six or more digits joined by at most three separator characters: "0 (532) 123 45 67",
+# "040 / 123 456". Shorter clusters are no number-shaped detector's business.
+MIN_CLUSTER = 6
+_CLUSTER = re.compile(r"\d(?:[ .\-/()]{0,3}\d){5,}")
 _SEPARATORS = str.maketrans("", "", " .-/()")
 
 
@@ -88,7 +90,7 @@ def digit_windows(text: str, min_digits: int, margin: int = 4) -> tuple[tuple[in
     for digit clusters (cached for the detectors that follow) instead of once per pattern.
     ``margin`` characters either side hold what a pattern takes beyond the digits (a
     bracket, a check letter) and what its lookahead must see; lookbehinds see the whole
-    text anyway.
+    text anyway. ``min_digits`` below :data:`MIN_CLUSTER` counts as :data:`MIN_CLUSTER`.
     """
     out: list[tuple[int, int]] = []
     for start, end, n in _clusters(text):

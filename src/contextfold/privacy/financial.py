@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from .detectors import Finding, digits_of
+from .detectors import Finding, digit_windows, digits_of
 
 __all__ = ["IBAN_LENGTHS", "CardDetector", "IBANDetector", "iban_valid", "luhn_valid"]
 
@@ -16,7 +16,7 @@ _HAS_RUN = re.compile(r"\d{2}[ \-.]?\d{2}").search
 
 # A run of digit groups joined by single spaces or dashes; sub-runs are tried so that a
 # card followed by another number ("4111 1111 1111 1111 12/27") is still found.
-_DIGIT_RUN = re.compile(r"(?<![\w\-.,/])\d+(?:[ \-]\d+)*(?![\w]|[.,/]\d)")
+_DIGIT_RUN = re.compile(r"\d(?<![\w\-.,/]\d)\d*(?:[ \-]\d+)*(?![\w]|[.,/]\d)")
 _GROUP = re.compile(r"\d+")
 
 
@@ -59,7 +59,11 @@ class CardDetector:
     def find(self, text: str) -> Iterator[Finding]:
         if _HAS_RUN(text) is None:
             return
-        for run in _DIGIT_RUN.finditer(text):
+        for run in (
+            m
+            for pos, endpos in digit_windows(text, 13)
+            for m in _DIGIT_RUN.finditer(text, pos, endpos)
+        ):
             s = run.group()
             if len(s) < 13 or _IBAN_HEAD.search(text, max(0, run.start() - 5), run.start()):
                 continue  # too short, or the body of an IBAN whose checksum failed
@@ -132,6 +136,8 @@ class IBANDetector:
     country and a passing mod-97 check."""
 
     def find(self, text: str) -> Iterator[Finding]:
+        if not digit_windows(text, 6):
+            return  # every registered IBAN format holds six or more digits in a row
         for m in _IBAN.finditer(text):
             raw = m.group()
             want = IBAN_LENGTHS.get(raw[:2].upper())

@@ -34,6 +34,7 @@ from .vault import StoreVault, VaultStore
 
 __all__ = ["PrivacyGuard", "needs_redaction", "redact_log_text"]
 
+
 @cache
 def _log_redactor() -> Redactor:
     # Built on first use, so importing contextfold does not load every locale's validators.

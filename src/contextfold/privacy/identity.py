@@ -101,7 +101,9 @@ class SSNDetector:
     def find(self, text: str) -> Iterator[Finding]:
         if _HAS_RUN(text) is None:
             return
-        for m in _SSN.finditer(text):
+        for m in (
+            m for pos, endpos in digit_windows(text, 9) for m in _SSN.finditer(text, pos, endpos)
+        ):
             area, sep, group, serial = m.groups()
             if not ssn_valid(area, group, serial):
                 continue

@@ -13,7 +13,7 @@ __all__ = ["IPDetector"]
 
 # --- IP addresses ------------------------------------------------------------------------
 
-_IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
+_IPV4 = re.compile(r"\d(?<![\w.]\d)\d{0,2}\.(?:\d{1,3}\.){2}\d{1,3}(?![\w]|\.\d)")
 _IPV6 = re.compile(
     r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{1,4}|(?:\d{1,3}\.){3}\d{1,3}|:)?"
     r"(?:%[0-9A-Za-z]+)?(?![\w:])"
@@ -37,7 +37,8 @@ class IPDetector:
             if _VERSION_CUE.search(text, max(0, m.start() - 12), m.start()):
                 continue
             yield Finding(m.start(), m.end(), "IP")
-        for m in _IPV6.finditer(text) if "::" in text or _IPV6_HINT(text) else ():
+        has_v6 = ":" in text and ("::" in text or _IPV6_HINT(text) is not None)
+        for m in _IPV6.finditer(text) if has_v6 else ():
             s = m.group()
             if s.rstrip(":") == "" or s.count(":") < 2:
                 continue
