@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
 
-from .detectors import Finding
+from .detectors import Finding, literal_union
 
 __all__ = ["StreetAddressDetector"]
 
@@ -29,8 +29,7 @@ def _register_hints(hints: Sequence[str]) -> None:
     before = len(_ALL_HINTS)
     _ALL_HINTS.update(dict.fromkeys(hints))
     if len(_ALL_HINTS) != before or not _union:
-        ordered = sorted(_ALL_HINTS, key=len, reverse=True)
-        _union[:] = [re.compile("|".join(re.escape(h) for h in ordered))]
+        _union[:] = [literal_union(_ALL_HINTS)]
         _any_hint.cache_clear()
 
 
@@ -50,9 +49,7 @@ class StreetAddressDetector:
         self.name = name
         self.patterns = tuple(patterns)
         self.hints = tuple(hints)
-        self._hint = (
-            re.compile("|".join(re.escape(h) for h in self.hints)).search if self.hints else None
-        )
+        self._hint = literal_union(self.hints).search if self.hints else None
         if self.hints:
             _register_hints(self.hints)
 

@@ -32,6 +32,7 @@ __all__ = [
     "check_kind",
     "digit_windows",
     "digits_of",
+    "literal_union",
 ]
 
 _KIND = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*")
@@ -66,6 +67,32 @@ def check_kind(kind: str) -> str:
 def digits_of(s: str) -> str:
     """The ASCII digits of ``s``, in order."""
     return "".join(c for c in s if "0" <= c <= "9")
+
+
+def literal_union(words: Iterable[str]) -> re.Pattern[str]:
+    """One pattern matching any of ``words``, as a prefix tree (``C(?:ad|d\\.)|S(?:ok|k\\.)``):
+    the regex engine tries the alternatives of a plain ``a|b|c`` one after another at every
+    position, while a tree costs one character-set test at most positions."""
+    tree: dict[str, dict[str, object]] = {}
+    for word in words:
+        node = tree
+        for ch in word:
+            node = node.setdefault(ch, {})  # type: ignore[assignment]
+        node[""] = {}
+
+    def emit(node: dict[str, dict[str, object]]) -> str:
+        parts = [
+            re.escape(ch) + emit(child)  # type: ignore[arg-type]
+            for ch, child in sorted(node.items())
+            if ch
+        ]
+        if "" in node:
+            parts.append("")
+        if len(parts) == 1:
+            return parts[0]
+        return "(?:" + "|".join(parts) + ")"
+
+    return re.compile(emit(tree) if tree else "(?!)")
 
 
 # Six or more digits joined by at most three separator characters: "0 (532) 123 45 67",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from .detectors import Finding
+from .detectors import Finding, literal_union
 
 __all__ = ["SecretDetector"]
 
@@ -48,7 +48,7 @@ _SECRET_CUED = re.compile(
 )
 
 
-_ANY_HINT = re.compile("|".join(re.escape(h) for hints in _SECRET_HINTS for h in hints)).search
+_ANY_HINT = literal_union(h for hints in _SECRET_HINTS for h in hints).search
 
 
 class SecretDetector:
@@ -65,9 +65,11 @@ class SecretDetector:
                 for m in pattern.finditer(text):
                     yield Finding(m.start(), m.end(), "SECRET")
         lowered = text.lower()
-        if not any(cue in lowered for cue in _CUE_HINTS):
+        first = min((i for i in (lowered.find(cue) for cue in _CUE_HINTS) if i >= 0), default=-1)
+        if first < 0:
             return
-        for m in _SECRET_CUED.finditer(text):
+        # The cue word starts at most ~25 characters before its hint ("aws_secret_access_key").
+        for m in _SECRET_CUED.finditer(text, max(0, first - 25)):
             value = m.group("value")
             # A cue followed by an ordinary word ("token is required") is not a secret; after
             # a bare space ("password Winter2024!") the value must also mix in a non-letter.
