@@ -1,4 +1,3 @@
-# ruff: noqa: E501  (one sentence per line reads better than wrapped strings)
 """Second held-out set, written after the fixes that the first held-out measurement led to
 (see build_locale_corpus.py); nothing was changed because of these before measuring."""
 

@@ -10,7 +10,7 @@ runs them behind a cheap substring test.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 
 from .detectors import Finding, literal_union
@@ -41,12 +41,20 @@ def _any_hint(text: str) -> bool:
 class StreetAddressDetector:
     """Finds ``ADDRESS`` spans with ``patterns``, run only on text holding one of ``hints``
     (substrings every match must contain, such as the street-type words; none means always)
-    and a digit."""
+    and a digit. ``trim(match)`` may return how many leading characters are not part of the
+    address (a sentence-opening word the pattern took for part of the street name)."""
 
     kind = "ADDRESS"
 
-    def __init__(self, name: str, patterns: Sequence[re.Pattern[str]], hints: Sequence[str]):
+    def __init__(
+        self,
+        name: str,
+        patterns: Sequence[re.Pattern[str]],
+        hints: Sequence[str],
+        trim: Callable[[str], int] | None = None,
+    ):
         self.name = name
+        self.trim = trim
         self.patterns = tuple(patterns)
         self.hints = tuple(hints)
         self._hint = literal_union(self.hints).search if self.hints else None
@@ -60,7 +68,9 @@ class StreetAddressDetector:
             return
         for pattern in self.patterns:
             for m in pattern.finditer(text):
-                yield Finding(m.start(), m.end(), "ADDRESS")
+                start = m.start() + (self.trim(m.group()) if self.trim is not None else 0)
+                if start < m.end():
+                    yield Finding(start, m.end(), "ADDRESS")
 
     def __repr__(self) -> str:
         return f"StreetAddressDetector({self.name!r})"

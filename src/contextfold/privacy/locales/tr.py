@@ -58,6 +58,24 @@ _STREET = (
     r"(?:Caddesi|Cadde|Cad\.|Cd\.|Sokağı|Sokak|Sok\.|Sk\.|Bulvarı|Bulv\.|Blv\.|Meydanı|Yolu"
     r"|caddesi|sokak|sokağı|bulvarı|cad\.|sok\.|sk\.)"
 )
+# A case-marked word ("Annemler", "Eşyaları", "Faturayı") opening the match before another
+# name word is the sentence's subject or object, not part of the street name.
+_CASE_MARKED = re.compile(
+    rf"[{_UP}][{_LOW}]*(?:lar|ler|ları|leri|yı|yi|yu|yü|ımı|imi|umu|ümü|mız|miz|muz|müz)"
+    rf"\s(?=[{_UP}][{_LOW}'’]+\s)"
+)
+
+
+def _trim_case_marked(address: str) -> int:
+    m = _CASE_MARKED.match(address)
+    if m is None:
+        return 0
+    rest = address[m.end() :]
+    # Keep it when it is the whole name ("Çiçekler Sokak"): only the next word is left
+    # before the street type.
+    return m.end() if _TR_ADDRESS.match(rest) is not None else 0
+
+
 _TR_ADDRESS = re.compile(
     rf"(?<![\w])(?:(?:{_W}\s){{1,3}}{_MAH},?\s)?(?:{_W}\s){{1,3}}{_STREET},?\s"
     rf"(?:(?:{_W}\s){{1,3}}{_STREET},?\s)?"
@@ -74,6 +92,7 @@ LOCALE = Locale(
         StreetAddressDetector(
             "tr",
             [_TR_ADDRESS],
+            trim=_trim_case_marked,
             hints=(
                 "Cad",
                 "Cd.",
