@@ -33,7 +33,7 @@ def _register_hints(hints: Sequence[str]) -> None:
         _any_hint.cache_clear()
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=4)
 def _any_hint(text: str) -> bool:
     return bool(_union) and _union[0].search(text) is not None
 

@@ -102,14 +102,16 @@ _CLUSTER = re.compile(r"\d(?:[ .\-/()]{0,3}\d){5,}")
 _SEPARATORS = str.maketrans("", "", " .-/()")
 
 
-@lru_cache(maxsize=64)
+# The caches hold the few most recent texts only: the detectors of one pass ask about the
+# same text one after another, and a large document must not stay alive for long.
+@lru_cache(maxsize=4)
 def _clusters(text: str) -> tuple[tuple[int, int, int], ...]:
     return tuple(
         (m.start(), m.end(), len(m.group().translate(_SEPARATORS))) for m in _CLUSTER.finditer(text)
     )
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=32)
 def digit_windows(text: str, min_digits: int, margin: int = 4) -> tuple[tuple[int, int], ...]:
     """``(pos, endpos)`` windows round every cluster of at least ``min_digits`` digits.
 
