@@ -28,14 +28,16 @@ _union: list[re.Pattern[str]] = []
 def _register_hints(hints: Sequence[str]) -> None:
     before = len(_ALL_HINTS)
     _ALL_HINTS.update(dict.fromkeys(hints))
-    if len(_ALL_HINTS) != before or not _union:
-        _union[:] = [literal_union(_ALL_HINTS)]
+    if len(_ALL_HINTS) != before:
+        _union.clear()  # compiled again on first use, once for all locales
         _any_hint.cache_clear()
 
 
 @lru_cache(maxsize=4)
 def _any_hint(text: str) -> bool:
-    return bool(_union) and _union[0].search(text) is not None
+    if not _union:
+        _union.append(literal_union(_ALL_HINTS))
+    return _union[0].search(text) is not None
 
 
 class StreetAddressDetector:

@@ -12,12 +12,27 @@ The locale modules (:mod:`contextfold.privacy.locales`) declare which numbers ex
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable, Iterator
 
 from .detectors import Finding, check_kind, digit_windows
 
-__all__ = ["NationalIdDetector", "SSNDetector", "ssn_valid"]
+__all__ = ["NationalIdDetector", "SSNDetector", "ssn_valid", "stdnum_check"]
+
+
+def stdnum_check(module: str) -> Callable[[str], bool]:
+    """``is_valid`` of the python-stdnum module ``module`` (``"tr.tckimlik"``), imported on
+    the first candidate rather than when the redactor is built: most text never has one."""
+    found: list[Callable[[str], bool]] = []
+
+    def is_valid(compact: str) -> bool:
+        if not found:
+            found.append(importlib.import_module(f"stdnum.{module}").is_valid)
+        return bool(found[0](compact))
+
+    is_valid.__qualname__ = f"stdnum.{module}.is_valid"
+    return is_valid
 
 
 def _compact(value: str) -> str:

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import re
 
-from stdnum.de import idnr
-
 from ..address import StreetAddressDetector
-from ..identity import NationalIdDetector
+from ..identity import NationalIdDetector, stdnum_check
 from . import Locale
 from .common import BARE_AFTER_CUE, TRUNK_ZERO
 
@@ -95,7 +93,7 @@ LOCALE = Locale(
     name="de",
     phone_regions=("DE",),
     national_ids=(
-        NationalIdDetector("DE_TAX_ID", _TAX_ID, idnr.is_valid, min_digits=11),
+        NationalIdDetector("DE_TAX_ID", _TAX_ID, stdnum_check("de.idnr"), min_digits=11),
         NationalIdDetector(
             "DE_ID_CARD", _ID_CARD, id_card_valid, cue=_ID_CARD_CUE, hint=_ID_CARD_HINT
         ),

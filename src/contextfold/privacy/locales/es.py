@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import re
 
-from stdnum.es import dni, nie
-
 from ..address import StreetAddressDetector
 from ..contact import PhoneShape, phone_cue_before
-from ..identity import NationalIdDetector
+from ..identity import NationalIdDetector, stdnum_check
 from . import Locale
 from .common import BARE_AFTER_CUE
 
@@ -60,8 +58,8 @@ LOCALE = Locale(
     name="es",
     phone_regions=("ES",),
     national_ids=(
-        NationalIdDetector("ES_DNI", _DNI, dni.is_valid, min_digits=8),
-        NationalIdDetector("ES_NIE", _NIE, nie.is_valid, min_digits=7),
+        NationalIdDetector("ES_DNI", _DNI, stdnum_check("es.dni"), min_digits=8),
+        NationalIdDetector("ES_NIE", _NIE, stdnum_check("es.nie"), min_digits=7),
     ),
     phone_shapes=(_ES_SHAPE, BARE_AFTER_CUE),
     addresses=(

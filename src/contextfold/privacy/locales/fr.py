@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import re
 
-from stdnum.fr import nir
-
 from ..address import StreetAddressDetector
 from ..contact import PhoneShape
-from ..identity import NationalIdDetector
+from ..identity import NationalIdDetector, stdnum_check
 from . import Locale
 from .common import BARE_AFTER_CUE, TRUNK_ZERO
 
@@ -49,7 +47,7 @@ _FR_ADDRESS = re.compile(
 LOCALE = Locale(
     name="fr",
     phone_regions=("FR",),
-    national_ids=(NationalIdDetector("FR_NIR", _NIR, nir.is_valid),),
+    national_ids=(NationalIdDetector("FR_NIR", _NIR, stdnum_check("fr.nir")),),
     phone_shapes=(TRUNK_ZERO, _FR_BARE_MOBILE, BARE_AFTER_CUE),
     addresses=(
         # The pattern opens on the house number, which is fast to scan for: no hints.

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import re
 
-from stdnum.it import codicefiscale
-
-from ..identity import NationalIdDetector
+from ..identity import NationalIdDetector, stdnum_check
 from . import Locale
 from .common import TRUNK_ZERO
 
@@ -27,8 +25,11 @@ _CF = re.compile(
 _CF_HINT = re.compile(r"\d\d[A-EHLMPR-Ta-ehlmpr-t]").search
 
 
+_codicefiscale_valid = stdnum_check("it.codicefiscale")
+
+
 def _cf_valid(compact: str) -> bool:
-    return len(compact) == 16 and bool(codicefiscale.is_valid(compact))
+    return len(compact) == 16 and _codicefiscale_valid(compact)
 
 
 LOCALE = Locale(

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import re
 
-from stdnum.ru import inn
-
 from ..address import StreetAddressDetector
 from ..contact import PhoneShape
-from ..identity import NationalIdDetector
+from ..identity import NationalIdDetector, stdnum_check
 from . import Locale
 from .common import BARE_AFTER_CUE
 
@@ -40,8 +38,11 @@ def snils_valid(compact: str) -> bool:
 _INN = re.compile(r"\d(?<![\w\-.,/+].)\d{11}(?![\w]|[.,/]\d|-\w)")
 
 
+_inn_valid = stdnum_check("ru.inn")
+
+
 def _personal_inn_valid(compact: str) -> bool:
-    return len(compact) == 12 and bool(inn.is_valid(compact))
+    return len(compact) == 12 and _inn_valid(compact)
 
 
 # Phones: ten national digits, trunk 8. "8 (916) 123-45-67", "8-916-123-45-67",

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import re
 
-from stdnum.tr import tckimlik
-
 from ..address import StreetAddressDetector
 from ..contact import PhoneShape, phone_cue_before
-from ..identity import NationalIdDetector
+from ..identity import NationalIdDetector, stdnum_check
 from . import Locale
 from .common import BARE_AFTER_CUE, TRUNK_ZERO
 
@@ -86,7 +84,9 @@ _TR_ADDRESS = re.compile(
 LOCALE = Locale(
     name="tr",
     phone_regions=("TR",),
-    national_ids=(NationalIdDetector("TR_TCKN", _TCKN, tckimlik.is_valid, min_digits=11),),
+    national_ids=(
+        NationalIdDetector("TR_TCKN", _TCKN, stdnum_check("tr.tckimlik"), min_digits=11),
+    ),
     phone_shapes=(_TR_SHAPE, TRUNK_ZERO, BARE_AFTER_CUE),
     addresses=(
         StreetAddressDetector(
