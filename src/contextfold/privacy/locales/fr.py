@@ -6,6 +6,7 @@ import re
 
 from ..address import StreetAddressDetector
 from ..contact import PhoneShape
+from ..detectors import literal_union
 from ..identity import NationalIdDetector, stdnum_check
 from . import Locale
 from .common import BARE_AFTER_CUE, TRUNK_ZERO
@@ -30,10 +31,16 @@ _FR_BARE_MOBILE = PhoneShape(
 # "3 place de la République", "14 ter rue des Lilas", "8, allée des Tilleuls".
 _UP = "A-ZÉÈÀÂÊÎÔÛÇ"
 _LOW = "a-zéèàâêîôûçëïüœ"
-_TYPE = (
-    r"(?i:rue|avenue|av\.|bd|boulevard|bld|place|pl\.|allée|quai|impasse|chemin|route|cours|"
-    r"passage|square|villa|cité|sentier|voie|rond-point|faubourg|fg|esplanade|promenade)"
-)
+_TYPE_WORDS = (
+    "rue", "avenue", "av.", "bd", "boulevard", "bld", "place", "pl.", "allée", "quai", "impasse",
+    "chemin", "route", "cours", "passage", "square", "villa", "cité", "sentier", "voie",
+    "rond-point", "faubourg", "fg", "esplanade", "promenade",
+)  # fmt: skip
+# As a prefix tree in lower case, Capitalised and UPPER case: every number in the text is a
+# candidate start, so the word after it must be rejected in one or two character tests.
+_TYPE = literal_union(
+    w for word in _TYPE_WORDS for w in (word, word.capitalize(), word.upper())
+).pattern + r"(?![\w])"
 _PARTICLE = r"(?:de la|de l'|de l’|du|des|de|d'|d’|la|le|les|l'|l’|aux|au)"
 _NAME = (
     rf"(?:{_PARTICLE}\s?)?[{_UP}][{_LOW}'’]+(?:[\s\-](?:{_PARTICLE}\s?)?[{_UP}][{_LOW}'’]+){{0,4}}"
