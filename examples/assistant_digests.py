@@ -6,7 +6,12 @@ digested or stored; the digests stay under a 500-token window; the next model ca
 last five as a DIALOG_SUMMARY block in its system prompt. The raw chat is never stored.
 
     python examples/assistant_digests.py                       # offline, rule-based digests
+    python examples/assistant_digests.py --lang tr             # a Turkish conversation
     python examples/assistant_digests.py --model openai:gpt-4o-mini
+
+With ``--lang tr`` the user gives a T.C. kimlik number, a phone number in the Turkish format
+and a home address ("Atatürk Caddesi No:12"); the store and every prompt hold
+``<TR_TCKN_1>``, ``<PHONE_1>`` and ``<ADDRESS_1>`` instead (``DigestMemory(locales=["tr"])``).
 """
 
 from __future__ import annotations
@@ -40,6 +45,22 @@ SCRIPT: list[tuple[str, str]] = [
      "Which restaurant would you like: Luigi's or Sakura?"),
     ("Sakura.", "Booked Sakura for two at 19:00. Do you want a reminder at 18:30?"),
 ]
+#: The personal data of SCRIPT, checked against the store at the end.
+SCRIPT_PII = ("jane.doe@example.com", "415 555 0132", "4111 1111", "1600 Pennsylvania")
+
+SCRIPT_TR: list[tuple[str, str]] = [
+    ("Yarın takvimimde ne var?",
+     "Yarın saat 10:00'da diş hekimi randevunuz ve 12:30'da Selin ile öğle yemeğiniz var."),
+    ("Diş hekimini cumaya al. Klinik kimlik isterse T.C. numaram 62601815964.",
+     "Cuma 09:00'a alabilirim. Klinikle onaylayayım mı?"),
+    ("Evet. Yeni telefon numaram 0532 123 45 67, hatırlatmaları oraya gönder.",
+     "Cuma 09:00 onaylandı; hatırlatmalar 0532 123 45 67 numarasına gidecek."),
+    ("Faturayı Atatürk Caddesi No:12 Kadıköy/İstanbul adresine yolla.",
+     "Tamam, fatura Atatürk Caddesi No:12 adresine gönderilecek."),
+    ("Bugün neleri değiştirdik?",
+     "Diş hekimini cuma 09:00'a aldık ve fatura adresini güncelledik."),
+]
+SCRIPT_TR_PII = ("62601815964", "0532 123 45 67", "Atatürk Caddesi No:12")
 
 
 async def chat(args: argparse.Namespace) -> None:
@@ -50,8 +71,11 @@ async def chat(args: argparse.Namespace) -> None:
 
         model = resolve_model(args.model)
         digester = LLMDigester(model)
-    async with DigestMemory(args.db, digester=digester, max_tokens=args.max_tokens) as memory:
-        for user, canned in SCRIPT:
+    script, pii = (SCRIPT_TR, SCRIPT_TR_PII) if args.lang == "tr" else (SCRIPT, SCRIPT_PII)
+    async with DigestMemory(
+        args.db, digester=digester, max_tokens=args.max_tokens, locales=[args.lang]
+    ) as memory:
+        for user, canned in script:
             system = await memory.system_prompt("me", SYSTEM)
             if model is not None:
                 reply = await model.complete(
@@ -67,8 +91,7 @@ async def chat(args: argparse.Namespace) -> None:
         print("system prompt of the next call:\n")
         print(await memory.system_prompt("me", SYSTEM))
         stored = " ".join(m.text for m in await memory.memory.messages("me"))
-        leaked = [v for v in ("jane.doe@example.com", "415 555 0132", "4111 1111")
-                  if v in stored]
+        leaked = [v for v in pii if v in stored]
         print(f"\nPII in the store: {leaked or 'none'}")
 
 
@@ -76,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", help="model for replies and digests, e.g. "
                         "openai:gpt-4o-mini (default: offline, rule-based)")
+    parser.add_argument("--lang", choices=("en", "tr"), default="en",
+                        help="conversation language and redaction locale (en)")
     parser.add_argument("--max-tokens", type=int, default=500, help="digest window cap (500)")
     parser.add_argument("--db", help="store URL (default: a temporary SQLite file)")
     args = parser.parse_args(argv)

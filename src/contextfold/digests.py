@@ -282,7 +282,9 @@ class DigestMemory:
 
     ``store``: Store with ``retention='delete'`` or a URL/None (opened with it).
     ``digester``: default :class:`RuleDigester`. ``redactor``: default ``Redactor()``
-    (emails, phones, cards, IBANs, SSNs, IPs, secrets, street addresses).
+    (emails, phones, cards, IBANs, IPs, secrets, national identity numbers and street
+    addresses of the default locales), or ``Redactor(locales=locales)`` when ``locales``
+    is given (``["tr"]``).
     ``max_tokens``: the window's cap; ``show_last``: turns rendered in the block.
     """
 
@@ -292,6 +294,7 @@ class DigestMemory:
         *,
         digester: Digester | None = None,
         redactor: Redactor | None = None,
+        locales: Sequence[str] | None = None,
         max_tokens: int = 500,
         show_last: int = 5,
         tokenizer: TokenCounter | str | None = None,
@@ -300,7 +303,11 @@ class DigestMemory:
         if isinstance(show_last, bool) or not isinstance(show_last, int) or show_last < 1:
             raise ConfigError(f"show_last must be an int >= 1, got {show_last!r}")
         self.digester: Digester = digester or RuleDigester()
-        self.redactor = redactor or Redactor()
+        if redactor is not None and locales is not None:
+            raise ConfigError(
+                "locales configures the default redactor; pass Redactor(locales=[...]) instead"
+            )
+        self.redactor = redactor or Redactor(locales=locales)
         self.window = DigestWindow(max_tokens)
         self.show_last = show_last
         self.memory = AsyncMemory(

@@ -125,6 +125,7 @@ class AsyncMemory:
     and the policy sees the live messages at that size, so folding runs only when masking
     is not enough (the ``agent`` preset, :class:`~contextfold.settings.AgentSettings`,
     turns it on).
+    ``locales`` picks the national detectors of the default redactor (``["tr", "de"]``).
     """
 
     def __init__(
@@ -148,6 +149,7 @@ class AsyncMemory:
         reversible: bool = False,
         fold_lease_seconds: float = 60.0,
         masking: Masking | bool | None = None,
+        locales: Sequence[str] | None = None,
     ) -> None:
         if fold not in ("inline", "manual", "deferred"):
             raise ConfigError(f"fold must be 'inline', 'manual' or 'deferred', got {fold!r}")
@@ -171,6 +173,7 @@ class AsyncMemory:
             redact_summary=redact_summary,
             redact_messages=redact_messages,
             reversible=reversible,
+            locales=locales,
         )
         self.system = system
         self.tools = list(tools) if tools else None

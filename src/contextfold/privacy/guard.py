@@ -21,8 +21,9 @@ Placeholders are scoped by session id, so they stay the same across folds.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from functools import cache
 from typing import Any
 
 from ..errors import ConfigError
@@ -33,12 +34,16 @@ from .vault import StoreVault, VaultStore
 
 __all__ = ["PrivacyGuard", "needs_redaction", "redact_log_text"]
 
-_LOG_REDACTOR = Redactor()
+
+@cache
+def _log_redactor() -> Redactor:
+    # Built on first use, so importing contextfold does not load every locale's validators.
+    return Redactor()
 
 
 def redact_log_text(text: str) -> str:
     """``text`` with personal data replaced, for the ledger and logs (no scope is kept)."""
-    return _LOG_REDACTOR.redact(text)
+    return _log_redactor().redact(text)
 
 
 def needs_redaction(summarizer: object) -> bool:
@@ -90,17 +95,26 @@ class PrivacyGuard:
         redact_summary: bool,
         redact_messages: bool,
         reversible: bool,
+        locales: Iterable[str] | None = None,
     ) -> PrivacyGuard:
         """``redactor``: a :class:`Redactor`, ``None``/``True`` for the default one, or
-        ``False`` to switch every optional point off (ledger and log text stay redacted)."""
+        ``False`` to switch every optional point off (ledger and log text stay redacted).
+        ``locales`` builds the default one for those locales (``["tr"]``); ``None`` means
+        :data:`~contextfold.privacy.locales.DEFAULT_LOCALES`."""
         if redactor is False:
-            if reversible or redact_messages or redact_summarizer_input:
+            if reversible or redact_messages or redact_summarizer_input or locales is not None:
                 raise ConfigError(
-                    "redactor=False switches redaction off; drop the redact_*/reversible options"
+                    "redactor=False switches redaction off; "
+                    "drop the redact_*/reversible/locales options"
                 )
-            return cls(Redactor(), summarizer_input=False, summary=False, messages=False)
+            return cls(_log_redactor(), summarizer_input=False, summary=False, messages=False)
+        if isinstance(redactor, Redactor) and locales is not None:
+            raise ConfigError(
+                "locales configures the default redactor; give it to your own instead: "
+                "redactor=Redactor(locales=[...])"
+            )
         if redactor is None or redactor is True:
-            redactor = Redactor()
+            redactor = Redactor(locales=locales)
         if not isinstance(redactor, Redactor):
             raise ConfigError(
                 f"redactor must be a Redactor, True/False or None, got {redactor!r:.80}"

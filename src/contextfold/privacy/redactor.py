@@ -28,26 +28,20 @@ import os
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from ..errors import ConfigError, ValidationError
-from .detectors import (
-    AddressDetector,
-    CardDetector,
-    Detector,
-    EmailDetector,
-    Finding,
-    IBANDetector,
-    IPDetector,
-    PatternDetector,
-    PhoneDetector,
-    SecretDetector,
-    SSNDetector,
-)
+from .contact import EmailDetector, PhoneDetector, PhoneShape
+from .detectors import Detector, Finding, PatternDetector
+from .financial import CardDetector, IBANDetector
+from .locales import resolve_locales
+from .network import IPDetector
+from .secret import SecretDetector
 from .vault import PlaceholderVault
 
-__all__ = ["BUILTIN_KINDS", "PLACEHOLDER", "Redactor"]
+__all__ = ["BUILTIN_KINDS", "NATIONAL_ID_KINDS", "PLACEHOLDER", "Redactor"]
 
 #: A placeholder as the redactor writes it: ``<EMAIL_1>``, ``<EMPLOYEE_ID_12>``.
 PLACEHOLDER = re.compile(r"<([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*)_([1-9][0-9]{0,8})>")
@@ -66,6 +60,21 @@ BUILTIN_KINDS: dict[str, str] = {
     "address": "ADDRESS",
 }
 
+#: National identity numbers of the built-in locales: placeholder kind → what it is.
+NATIONAL_ID_KINDS: dict[str, str] = {
+    "SSN": "US Social Security number (en)",
+    "GB_NINO": "UK National Insurance number (en)",
+    "TR_TCKN": "Turkish T.C. kimlik numarası (tr)",
+    "DE_TAX_ID": "German Steuer-ID (de)",
+    "DE_ID_CARD": "German Personalausweis number (de)",
+    "ES_DNI": "Spanish DNI (es)",
+    "ES_NIE": "Spanish NIE (es)",
+    "FR_NIR": "French NIR / numéro de sécurité sociale (fr)",
+    "RU_SNILS": "Russian SNILS (ru)",
+    "RU_INN": "Russian personal INN (ru)",
+    "IT_FISCAL_CODE": "Italian codice fiscale (it)",
+}
+
 
 @dataclass
 class _Scope:
@@ -81,16 +90,23 @@ class _Scope:
 class Redactor:
     """Replaces personal data with typed placeholders.
 
-    Each built-in detector is switched by its keyword (all on by default). ``patterns``
-    adds user kinds (``{"EMPLOYEE_ID": r"\\bEMP-\\d{6}\\b"}``); ``detectors`` adds detector
-    objects (for example :class:`~contextfold.privacy.presidio.PresidioDetector`).
-    ``phone_regions`` (needs the ``phonenumbers`` extra) adds libphonenumber's national
-    formats for those regions. ``vault`` turns on the reversible mode (see :meth:`restore`).
+    ``locales`` picks the national detectors (identity numbers, phone shapes, street
+    conventions) from :mod:`contextfold.privacy.locales`; ``None`` means
+    :data:`~contextfold.privacy.locales.DEFAULT_LOCALES` (English, Turkish, German, Spanish,
+    French, Russian, Italian). Each built-in detector is switched by its keyword (all on by
+    default); ``national_ids`` is ``True`` (every identity number of the locales), ``False``,
+    or the kinds to keep (``{"TR_TCKN", "ES_DNI"}``). ``patterns`` adds user kinds
+    (``{"EMPLOYEE_ID": r"\\bEMP-\\d{6}\\b"}``); ``detectors`` adds detector objects (for
+    example :class:`~contextfold.privacy.presidio.PresidioDetector`). ``phone_regions``
+    (needs the ``phonenumbers`` extra) adds libphonenumber's national formats for those
+    regions, or for the regions of the locales with ``phone_regions="locales"``.
+    ``vault`` turns on the reversible mode (see :meth:`restore`).
     """
 
     def __init__(
         self,
         *,
+        locales: Iterable[str] | None = None,
         email: bool = True,
         phone: bool = True,
         card: bool = True,
@@ -99,19 +115,29 @@ class Redactor:
         ip: bool = True,
         secret: bool = True,
         address: bool = True,
+        national_ids: bool | Collection[str] = True,
         patterns: Mapping[str, str | re.Pattern[str]] | None = None,
         detectors: Sequence[Detector] = (),
-        phone_regions: Sequence[str] = (),
+        phone_regions: Sequence[str] | Literal["locales"] = (),
         vault: PlaceholderVault | None = None,
         key: bytes | None = None,
         max_scopes: int = 10_000,
     ) -> None:
-        if isinstance(phone_regions, str):
-            raise ConfigError(f"phone_regions must be a sequence of codes, got {phone_regions!r}")
+        if isinstance(phone_regions, str) and phone_regions != "locales":
+            raise ConfigError(
+                f"phone_regions must be a sequence of codes or 'locales', got {phone_regions!r}"
+            )
         if max_scopes < 1:
             raise ConfigError(f"max_scopes must be at least 1, got {max_scopes!r}")
         if key is not None and (not isinstance(key, bytes) or len(key) < 16):
             raise ConfigError("key must be at least 16 random bytes")
+        chosen_locales = resolve_locales(locales)
+        self.locales: tuple[str, ...] = tuple(loc.name for loc in chosen_locales)
+        wanted_id = _id_filter(national_ids)
+
+        def keep_ids(kind: str) -> bool:
+            return (ssn or kind != "SSN") and wanted_id(kind)
+
         chosen: list[Detector] = []
         # Order is the tie-break between equally long overlapping findings.
         if secret:
@@ -122,16 +148,24 @@ class Redactor:
             chosen.append(CardDetector())
         if email:
             chosen.append(EmailDetector())
-        if ssn:
-            chosen.append(SSNDetector())
+        for loc in chosen_locales:
+            chosen.extend(d for d in loc.national_ids if keep_ids(getattr(d, "kind", "")))
+        if phone_regions == "locales":
+            regions: tuple[str, ...] = tuple(
+                dict.fromkeys(r for loc in chosen_locales for r in loc.phone_regions)
+            )
+        else:
+            regions = tuple(phone_regions)
         if phone:
-            chosen.append(PhoneDetector(phone_regions))
-        elif phone_regions:
+            shapes: list[PhoneShape] = [s for loc in chosen_locales for s in loc.phone_shapes]
+            chosen.append(PhoneDetector(shapes, regions))
+        elif regions:
             raise ConfigError("phone_regions given but the phone detector is switched off")
         if ip:
             chosen.append(IPDetector())
         if address:
-            chosen.append(AddressDetector())
+            for loc in chosen_locales:
+                chosen.extend(loc.addresses)
         for kind, pattern in (patterns or {}).items():
             chosen.append(PatternDetector(kind, pattern))
         for det in detectors:
@@ -315,6 +349,19 @@ class Redactor:
         return f"Redactor([{names}], reversible={self.reversible})"
 
 
+def _id_filter(national_ids: bool | Collection[str]) -> Callable[[str], bool]:
+    if national_ids is True:
+        return lambda kind: True
+    if national_ids is False:
+        return lambda kind: False
+    if isinstance(national_ids, str) or not isinstance(national_ids, Collection):
+        raise ConfigError(
+            f"national_ids must be True, False or a collection of kinds, got {national_ids!r:.80}"
+        )
+    wanted = set(national_ids)
+    return lambda kind: kind in wanted
+
+
 def _check(text: object) -> str:
     if not isinstance(text, str):
         raise ValidationError(f"text to redact must be a string, got {type(text).__name__}")
@@ -327,6 +374,10 @@ def _normalise(kind: str, value: str) -> str:
         return value.lower()
     if kind in ("CARD", "SSN"):
         return "".join(c for c in value if c.isdigit())
+    if kind == "ADDRESS":
+        return " ".join(value.split()).casefold()
+    if kind in NATIONAL_ID_KINDS:
+        return "".join(c for c in value if c.isalnum()).upper()
     if kind == "PHONE":
         return "".join(c for c in value if c.isdigit() or c == "+")
     if kind == "IBAN":

@@ -1,0 +1,78 @@
+"""Street addresses: a street with its house number, in each locale's conventions.
+
+Addresses have no checksum, so the patterns are strict about structure instead: a
+street-type word (``Street``, ``Caddesi``, ``-straße``, ``Calle``, ``rue``, ``ул.``) next to a
+capitalised name *and* a house number. A lone city, postcode or street name without a
+number is left alone. The locale modules hold the patterns; :class:`StreetAddressDetector`
+runs them behind a cheap substring test.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from functools import lru_cache
+
+from .detectors import Finding, literal_union
+
+__all__ = ["StreetAddressDetector"]
+
+_HAS_DIGIT = re.compile(r"\d").search
+
+# Every hint of every detector in one pattern: text holding none of them (most text) is
+# scanned once for all locales instead of once per locale.
+_ALL_HINTS: dict[str, None] = {}
+_union: list[re.Pattern[str]] = []
+
+
+def _register_hints(hints: Sequence[str]) -> None:
+    before = len(_ALL_HINTS)
+    _ALL_HINTS.update(dict.fromkeys(hints))
+    if len(_ALL_HINTS) != before:
+        _union.clear()  # compiled again on first use, once for all locales
+        _any_hint.cache_clear()
+
+
+@lru_cache(maxsize=4)
+def _any_hint(text: str) -> bool:
+    if not _union:
+        _union.append(literal_union(_ALL_HINTS))
+    return _union[0].search(text) is not None
+
+
+class StreetAddressDetector:
+    """Finds ``ADDRESS`` spans with ``patterns``, run only on text holding one of ``hints``
+    (substrings every match must contain, such as the street-type words; none means always)
+    and a digit. ``trim(match)`` may return how many leading characters are not part of the
+    address (a sentence-opening word the pattern took for part of the street name)."""
+
+    kind = "ADDRESS"
+
+    def __init__(
+        self,
+        name: str,
+        patterns: Sequence[re.Pattern[str]],
+        hints: Sequence[str],
+        trim: Callable[[str], int] | None = None,
+    ):
+        self.name = name
+        self.trim = trim
+        self.patterns = tuple(patterns)
+        self.hints = tuple(hints)
+        self._hint = literal_union(self.hints).search if self.hints else None
+        if self.hints:
+            _register_hints(self.hints)
+
+    def find(self, text: str) -> Iterator[Finding]:
+        if self._hint is not None and (not _any_hint(text) or self._hint(text) is None):
+            return
+        if _HAS_DIGIT(text) is None:
+            return
+        for pattern in self.patterns:
+            for m in pattern.finditer(text):
+                start = m.start() + (self.trim(m.group()) if self.trim is not None else 0)
+                if start < m.end():
+                    yield Finding(start, m.end(), "ADDRESS")
+
+    def __repr__(self) -> str:
+        return f"StreetAddressDetector({self.name!r})"

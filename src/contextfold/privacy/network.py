@@ -1,0 +1,52 @@
+"""Network identifiers: IPv4 and IPv6 addresses, validated by :mod:`ipaddress`."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterator
+
+from .detectors import Finding
+
+__all__ = ["IPDetector"]
+
+
+# --- IP addresses ------------------------------------------------------------------------
+
+_IPV4 = re.compile(r"\d(?<![\w.]\d)\d{0,2}\.(?:\d{1,3}\.){2}\d{1,3}(?![\w]|\.\d)")
+_IPV6 = re.compile(
+    r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{1,4}|(?:\d{1,3}\.){3}\d{1,3}|:)?"
+    r"(?:%[0-9A-Za-z]+)?(?![\w:])"
+)
+_IPV6_HINT = re.compile(r"[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{0,4}:").search
+_VERSION_CUE = re.compile(
+    r"(?i)\b(?:version|ver\.|release|build|firmware|fw|patch|update|upgrade to)\s*$"
+)
+
+
+class IPDetector:
+    """IPv4 and IPv6 addresses, validated by :mod:`ipaddress`. A dotted quad right after
+    "version"/"build"/"release" is a version number, not an address."""
+
+    def find(self, text: str) -> Iterator[Finding]:
+        for m in _IPV4.finditer(text) if "." in text else ():
+            try:
+                ipaddress.IPv4Address(m.group())
+            except ValueError:
+                continue
+            if _VERSION_CUE.search(text, max(0, m.start() - 12), m.start()):
+                continue
+            yield Finding(m.start(), m.end(), "IP")
+        has_v6 = ":" in text and ("::" in text or _IPV6_HINT(text) is not None)
+        for m in _IPV6.finditer(text) if has_v6 else ():
+            s = m.group()
+            if s.rstrip(":") == "" or s.count(":") < 2:
+                continue
+            end = m.end()
+            if s.endswith(":") and not s.endswith("::"):
+                continue
+            try:
+                ipaddress.IPv6Address(s)
+            except ValueError:
+                continue
+            yield Finding(m.start(), end, "IP")
