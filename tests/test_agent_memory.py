@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from contextfold import AsyncMemory, Masking, Memory, Message, TokenBudget, ToolCall
+from contextfold import AsyncMemory, Idle, Masking, Memory, Message, TokenBudget, ToolCall
 from contextfold.masking import STAND_IN_PREFIX
 from contextfold.settings import AgentSettings
 from contextfold.stores.base import Store
+from contextfold.testing import FakeClock
 from contextfold.testing.provider_rules import check_provider_rules
 
 from .test_fronts import KINDS, fronts_pg_url, make_store  # noqa: F401 (the fixture)
@@ -94,3 +95,20 @@ def test_agent_settings_turn_masking_on() -> None:
     options = AgentSettings().options()
     assert options["masking"] == Masking(keep=3)
     assert AgentSettings.from_mapping({"keep_tool_results": None}).options()["masking"] is None
+
+
+def test_an_idle_fold_takes_the_newest_tool_result_too_and_the_session_clears() -> None:
+    """Masking keeps the newest tool result live while the agent loop runs; once the
+    session is idle the loop is over: the idle fold takes everything, then it clears."""
+    clock = FakeClock()
+    policy = Idle(fold_after=60, clear_after=60)
+    with Memory("memory://", policy=policy, masking=Masking(keep=1), clock=clock.now) as memory:
+        for step in agent_turns(3):
+            memory.add("s", *step)
+        memory.add("s", *agent_turns(4)[-2])  # the run ends on tool results
+        clock.advance(61)
+        assert memory.fold("s").status == "committed"
+        assert memory.context("s").live_count == 0
+        clock.advance(61)
+        assert memory.fold("s").status == "cleared"
+        assert memory.stats("s") is None

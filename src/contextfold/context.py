@@ -544,7 +544,7 @@ class ViewCache:
     def keep_newest_result(self, session_id: str, plan: FoldPlan | None) -> FoldPlan | None:
         """With masking on (agent mode), ``plan`` cut back so that the newest tool result's
         group, and everything after it, stays live and visible; None if nothing is left."""
-        if self.masking is None or plan is None or plan.action != "fold":
+        if self.masking is None or plan is None or plan.action != "fold" or plan.at_rest:
             return plan
         hit = self._get(session_id, create=False)
         if hit is None:

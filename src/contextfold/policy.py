@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Literal, Protocol, runtime_checkable
 
@@ -66,12 +66,18 @@ class SessionStats:
 
 @dataclass(frozen=True, slots=True)
 class FoldPlan:
-    """What to do: fold live messages ``lo..hi`` (seqs, inclusive), or clear the session."""
+    """What to do: fold live messages ``lo..hi`` (seqs, inclusive), or clear the session.
+
+    ``at_rest`` marks a plan made because the session went idle: the loop that used the
+    view is over, so view-keeping adjustments (agent masking keeps the newest tool result
+    live) do not apply and everything up to the last safe cut is folded.
+    """
 
     lo: int
     hi: int
     reason: str
     action: Literal["fold", "clear"] = "fold"
+    at_rest: bool = False
 
     @property
     def count(self) -> int:
@@ -384,7 +390,8 @@ class Idle:
         idle = self._idle_for(stats, now)
         if live and idle >= self.fold_after:
             cut = _cut_at_most(safe_cuts(live), len(live))
-            return _plan_prefix(live, cut, f"idle {idle:.0f}s >= fold_after {self.fold_after:g}s")
+            plan = _plan_prefix(live, cut, f"idle {idle:.0f}s >= fold_after {self.fold_after:g}s")
+            return replace(plan, at_rest=True) if plan is not None else None
         if (
             not live
             and self.clear_after is not None
@@ -426,7 +433,12 @@ class _AnyOf:
         if clears:
             return clears[0]
         widest = max(found, key=lambda p: p.hi)
-        return FoldPlan(widest.lo, widest.hi, "; ".join(p.reason for p in found))
+        return FoldPlan(
+            widest.lo,
+            widest.hi,
+            "; ".join(p.reason for p in found),
+            at_rest=any(p.at_rest for p in found),
+        )
 
 
 @dataclass(frozen=True)
@@ -449,7 +461,11 @@ class _AllOf:
         found = [p for p in plans if p is not None]
         narrowest = min(found, key=lambda p: p.hi)
         return FoldPlan(
-            narrowest.lo, narrowest.hi, " and ".join(p.reason for p in found), narrowest.action
+            narrowest.lo,
+            narrowest.hi,
+            " and ".join(p.reason for p in found),
+            narrowest.action,
+            at_rest=all(p.at_rest for p in found),
         )
 
 

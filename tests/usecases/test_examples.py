@@ -29,6 +29,10 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
                             "cancelled", "cleared", "session exists: False"]),
     "agent_pruner": (["--show-prompt"], ["## Active Task Context", "folded", "model call"]),
 }
+#: examples built on a framework: example → the extra they need. They run in
+#: tests/integrations/ with the framework installed; from a plain install they must stop
+#: with an ImportError naming the missing framework package.
+FRAMEWORK_EXAMPLES = {"langgraph_agent": "langchain"}
 
 
 def load(name: str) -> Callable[[list[str]], int]:
@@ -75,7 +79,9 @@ def test_examples_run_as_scripts(tmp_path: Path) -> None:
 #: Top-level modules of every optional dependency (extras and the dev extra's test tools):
 #: a plain ``pip install -e .`` has none of them.
 EXTRA_MODULES = ("tiktoken", "psycopg", "psycopg_pool", "openai", "anthropic", "google.genai",
-                 "phonenumbers", "presidio_analyzer", "dateparser", "hypothesis", "pytest")
+                 "phonenumbers", "presidio_analyzer", "hypothesis", "pytest", "fastapi",
+                 "uvicorn", "prometheus_client", "httpx", "schemathesis", "playwright",
+                 "langchain", "langgraph", "pydantic_ai", "agents", "llama_index")
 _PLAIN_INSTALL = """
 import importlib.abc, runpy, sys
 BLOCKED = {blocked!r}
@@ -91,7 +97,7 @@ runpy.run_path({path!r}, run_name="__main__")
 
 
 def test_every_example_has_a_case() -> None:
-    assert sorted(p.stem for p in EXAMPLES.glob("*.py")) == sorted(CASES)
+    assert sorted(p.stem for p in EXAMPLES.glob("*.py")) == sorted([*CASES, *FRAMEWORK_EXAMPLES])
 
 
 def test_extra_modules_cover_every_optional_dependency() -> None:
@@ -100,7 +106,12 @@ def test_extra_modules_cover_every_optional_dependency() -> None:
     modules = {"tiktoken": "tiktoken", "psycopg": "psycopg", "psycopg-pool": "psycopg_pool",
                "openai": "openai", "anthropic": "anthropic", "google-genai": "google.genai",
                "phonenumbers": "phonenumbers", "presidio-analyzer": "presidio_analyzer",
-               "dateparser": "dateparser", "pytest": "pytest", "hypothesis": "hypothesis"}
+               "pytest": "pytest", "hypothesis": "hypothesis", "fastapi": "fastapi",
+               "uvicorn": "uvicorn", "prometheus-client": "prometheus_client", "httpx": "httpx",
+               "schemathesis": "schemathesis", "playwright": "playwright",
+               "langchain": "langchain", "langgraph": "langgraph",
+               "langgraph-checkpoint-sqlite": "langgraph", "pydantic-ai-slim": "pydantic_ai",
+               "openai-agents": "agents", "llama-index-core": "llama_index"}
     core = {r.split(">")[0].split("[")[0] for r in project["dependencies"]}
     for extra, reqs in project["optional-dependencies"].items():
         for req in reqs:
@@ -123,3 +134,16 @@ def test_every_example_runs_from_a_plain_install(name: str, tmp_path: Path) -> N
     assert proc.returncode == 0, proc.stderr[-3000:]
     for text in expected:
         assert text in proc.stdout, f"{name}: {text!r} missing"
+
+
+@pytest.mark.parametrize("name", sorted(FRAMEWORK_EXAMPLES))
+def test_framework_examples_name_what_is_missing_from_a_plain_install(
+    name: str, tmp_path: Path
+) -> None:
+    path = str(EXAMPLES / f"{name}.py")
+    code = _PLAIN_INSTALL.format(blocked=EXTRA_MODULES, path=path, args=[])
+    env = {**os.environ, "CONTEXTFOLD_HOME": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=False, cwd=tmp_path, env=env)
+    assert proc.returncode != 0
+    assert "ImportError" in proc.stderr and "not part of a plain install" in proc.stderr
