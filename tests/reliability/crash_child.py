@@ -88,6 +88,7 @@ class ClearThenInsertStore(HookedStore):
         self.op = b"X"
         await self._write(lambda conn: conn.execute(
             "DELETE FROM messages WHERE session_id = ? AND seq >= ?", (sid, commit.lo)))
+        self.mark(b"Y")  # the live rows are gone and not yet back: the window that loses them
 
         def insert(conn: sqlite3.Connection) -> None:
             conn.executemany(
