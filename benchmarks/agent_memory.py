@@ -67,7 +67,6 @@ def tau_path() -> Path | None:
     for cand in ([Path(env)] if env else []) + [
         ROOT.parent / "shared/data/tau_airline/airline_dev.json",
         ROOT.parents[1] / "shared/data/tau_airline/airline_dev.json",
-        Path("/work/shared/data/tau_airline/airline_dev.json"),
     ]:
         if cand.is_file():
             return cand

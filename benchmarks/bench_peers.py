@@ -2,7 +2,7 @@
 ``summarize_messages`` and LlamaIndex's ``ChatSummaryMemoryBuffer``.
 
 Same LoCoMo turns for everyone (the five dev conversations of
-``/work/shared/data/locomo/locomo_dev.json``, read at run time, played back to back and
+``../shared/data/locomo/locomo_dev.json`` (beside the checkout), read at run time, played back to back and
 cycled to ~180,000 tokens so that even the 100,000-token budget folds), same fake
 summarizer (it answers 200 tokens, instantly), same ``chars/4`` token counter. Per budget
 (2,000 / 4,000 / 8,000 / 32,000 / 100,000) and per system it prints: summarizer calls,
@@ -47,7 +47,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / "benchmarks" / ".venv-peers"
-DATA = Path("/work/shared/data/locomo/locomo_dev.json")
+DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
 RESULTS = ROOT / "benchmarks" / "results" / "peers.md"
 PEERS = ['langchain>=1.0', "langmem", "llama-index-core"]
 SUMMARY_TOKENS = 200
