@@ -2,7 +2,8 @@
 ``summarize_messages`` and LlamaIndex's ``ChatSummaryMemoryBuffer``.
 
 Same LoCoMo turns for everyone (the five dev conversations of
-``../shared/data/locomo/locomo_dev.json`` (beside the checkout), read at run time, played back to back and
+``../shared/data/locomo/locomo_dev.json`` beside the checkout, read at run time, played
+back to back and
 cycled to ~180,000 tokens so that even the 100,000-token budget folds), same fake
 summarizer (it answers 200 tokens, instantly), same ``chars/4`` token counter. Per budget
 (2,000 / 4,000 / 8,000 / 32,000 / 100,000) and per system it prints: summarizer calls,

@@ -1,7 +1,8 @@
 """Data and scoring shared by the retention benchmarks: LoCoMo loading, plain truncation,
 replay through the real engine, and the answer-kept metric.
 
-LoCoMo is read from ``../shared/data/locomo`` (beside the checkout) (or ``--data``) at run time; it is never
+LoCoMo is read from ``../shared/data/locomo`` beside the checkout (or ``--data``) at run
+time; it is never
 copied into this repository.
 """
 
