@@ -93,7 +93,8 @@ def _campaign(
     rng = random.Random(seed)
     where: Counter[str] = Counter()
     labels = {b"A": "inside append tx", b"F": "inside fold commit tx",
-              b"X": "inside wrong commit", b"Y": "between the wrong commit's txs", b"W": "inside other write tx", b"-": "between txs",
+              b"X": "inside wrong commit", b"Y": "between the wrong commit's txs",
+              b"W": "inside other write tx", b"-": "between txs",
               b"L": "inside fold lease tx",
               b"": "before first write"}
     zygote = subprocess.Popen([sys.executable, crash_child.__file__], stdin=subprocess.PIPE,
