@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import json
 from datetime import datetime, timezone
 from typing import Annotated
@@ -12,7 +13,7 @@ from fastapi import APIRouter, Body, Depends, Query, Response
 
 from ...engine import AsyncMemory
 from ...errors import ValidationError
-from ...outcomes import FoldOutcome
+from ...outcomes import FoldOutcome, Usage
 from ..deps import PROBLEM_RESPONSES, current_tenant, get_state, tenant_session, writable_session
 from ..formats import ContextFormat, render
 from ..keys import Tenant
@@ -333,23 +334,7 @@ async def tenant_usage(tenant: CurrentTenant, state: State) -> UsageTotals:
     memory = state.memory(state.config.defaults)
     prefix = scoped_id(tenant.name, "")
     rows = [r for r in await memory.ledger(None, limit=None) if r.session_id.startswith(prefix)]
-    done = [r for r in rows if r.outcome == "committed"]
-    by_model: dict[str, int] = {}
-    for r in rows:
-        by_model[r.model or "?"] = (
-            by_model.get(r.model or "?", 0) + r.input_tokens + r.output_tokens
-        )
-    return UsageTotals(
-        folds=len(done),
-        failed=len(rows) - len(done),
-        calls=sum(r.calls for r in rows),
-        input_tokens=sum(r.input_tokens for r in rows),
-        output_tokens=sum(r.output_tokens for r in rows),
-        messages_folded=sum(r.messages_folded for r in done),
-        tokens_folded=sum(r.tokens_folded for r in done),
-        by_model=by_model,
-    )
-
+    return UsageTotals(**dataclasses.asdict(Usage.from_ledger(rows)))
 
 def _utc(ts: float) -> datetime:
     return datetime.fromtimestamp(ts, tz=timezone.utc)
