@@ -143,12 +143,16 @@ class Tracker:
             self.gone += 1
 
 
-def play(run: Run, turns: list[tuple[str, str]], step: Callable[[str, str], list[str]]) -> Run:
+def play(run: Run, turns: list[tuple[str, str]],
+         step: Callable[[str, str], Callable[[], list[str]]]) -> Run:
+    """Time ``step`` (append one message, get the context the model would receive); the
+    texts it returns are read afterwards, untimed, for every system alike."""
     tracker = Tracker()
     for role, text in turns:
         t0 = time.process_time()
-        context = step(role, text)
+        read = step(role, text)
         run.seconds += time.process_time() - t0
+        context = read()
         tracker.add(text)
         tracker.update(context)
         run.sizes.append(measure(context))
@@ -194,13 +198,14 @@ def run_langchain(turns: list[tuple[str, str]], budget: int) -> Run:
     )
     messages: list[Any] = []
 
-    def step(role: str, text: str) -> list[str]:
+    def step(role: str, text: str) -> Callable[[], list[str]]:
         nonlocal messages
         messages.append(HumanMessage(text) if role == "user" else AIMessage(text))
         update = mw.before_model({"messages": messages}, None)  # type: ignore[arg-type]
         if update is not None:
             messages = list(update["messages"][1:])  # drop RemoveMessage(ALL)
-        return [str(m.content) for m in messages]
+        shown = messages  # read right after this step, before the next append
+        return lambda: [str(m.content) for m in shown]
 
     return play(run, turns, step)
 
@@ -214,7 +219,7 @@ def run_langmem(turns: list[tuple[str, str]], budget: int) -> Run:
     messages: list[Any] = []
     summary = None
 
-    def step(role: str, text: str) -> list[str]:
+    def step(role: str, text: str) -> Callable[[], list[str]]:
         nonlocal summary
         mid = f"m{len(messages)}"
         messages.append(HumanMessage(text, id=mid) if role == "user" else AIMessage(text, id=mid))
@@ -224,7 +229,7 @@ def run_langmem(turns: list[tuple[str, str]], budget: int) -> Run:
             token_counter=lc_counter,
         )
         summary = result.running_summary
-        return [str(m.content) for m in result.messages]
+        return lambda: [str(m.content) for m in result.messages]
 
     return play(run, turns, step)
 
@@ -258,10 +263,11 @@ def run_llamaindex(turns: list[tuple[str, str]], budget: int) -> Run:
         llm=FakeSummarizer(), token_limit=budget, tokenizer_fn=lambda s: [0] * toks(s)
     )
 
-    def step(role: str, text: str) -> list[str]:
+    def step(role: str, text: str) -> Callable[[], list[str]]:
         memory.put(ChatMessage(role=MessageRole.USER if role == "user"
                                else MessageRole.ASSISTANT, content=text))
-        return [m.content or "" for m in memory.get()]
+        got = memory.get()
+        return lambda: [m.content or "" for m in got]
 
     return play(run, turns, step)
 
@@ -296,9 +302,10 @@ def run_contextfold(turns: list[tuple[str, str]], budget: int, front: str, store
     if front == "Memory":
         memory = Memory(url, **options)
 
-        def step(role: str, text: str) -> list[str]:
+        def step(role: str, text: str) -> Callable[[], list[str]]:
             memory.add("s", {"role": role, "content": text})
-            return [m.text for m in memory.context("s").messages]
+            ctx = memory.context("s")
+            return lambda: [m.text for m in ctx.messages]
 
         play(run, turns, step)
         memory.close()
