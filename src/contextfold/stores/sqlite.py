@@ -17,7 +17,6 @@ import json
 import os
 import sqlite3
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -265,7 +264,7 @@ class SQLiteStore:
             ).fetchone()
             if row is None:
                 raise ConflictError(f"session {commit.session_id!r} no longer exists")
-            if commit.lease is not None and not self._holds(conn, commit.lease):
+            if commit.lease is not None and not schema.holds_lease(conn, commit.lease):
                 raise ConflictError(
                     f"lease {commit.lease.token} of {commit.lease.owner!r} on session "
                     f"{commit.session_id!r} expired or was taken over; the fold is fenced off"
@@ -327,28 +326,8 @@ class SQLiteStore:
         )
         return int(cur.lastrowid or 0)
 
-    @staticmethod
-    def _holds(conn: sqlite3.Connection, lease: Lease, *, unexpired: bool = True) -> bool:
-        row = conn.execute(
-            "SELECT lease_owner, lease_token, lease_expires FROM sessions WHERE session_id = ?",
-            (lease.session_id,),
-        ).fetchone()
-        return (
-            row is not None
-            and row[0] == lease.owner
-            and row[1] == lease.token
-            and (not unexpired or row[2] > time.time())
-        )
-
-    @staticmethod
-    def _mark(conn: sqlite3.Connection, sid: str, due_at: datetime | None, as_of: int) -> None:
-        conn.execute(
-            "UPDATE sessions SET due_at = ?, due_seq = ? WHERE session_id = ? AND due_seq <= ?",
-            (schema.epoch(due_at), as_of, sid, as_of),
-        )
-
     async def mark_due(self, session_id: str, due_at: datetime | None, *, as_of_seq: int) -> None:
-        await self._write(lambda conn: self._mark(conn, session_id, due_at, as_of_seq))
+        await self._write(lambda conn: schema.mark_due(conn, session_id, due_at, as_of_seq))
 
     async def claim_due(self, owner: str, *, limit: int, lease_seconds: float) -> list[Lease]:
         return await self._write(lambda conn: schema.claim_due(conn, owner, limit, lease_seconds))
@@ -383,13 +362,13 @@ class SQLiteStore:
 
     async def release(self, lease: Lease, *, due_at: datetime | None, as_of_seq: int) -> bool:
         def do(conn: sqlite3.Connection) -> bool:
-            if not self._holds(conn, lease, unexpired=False):
+            if not schema.holds_lease(conn, lease, unexpired=False):
                 return False
             conn.execute(
                 "UPDATE sessions SET lease_owner = NULL, lease_expires = NULL WHERE session_id = ?",
                 (lease.session_id,),
             )
-            self._mark(conn, lease.session_id, due_at, as_of_seq)
+            schema.mark_due(conn, lease.session_id, due_at, as_of_seq)
             return True
 
         return await self._write(do)

@@ -20,7 +20,9 @@ __all__ = [
     "enable_wal",
     "epoch",
     "from_epoch",
+    "holds_lease",
     "insert_version",
+    "mark_due",
     "migrate",
     "read_versions",
     "release_leases",
@@ -272,3 +274,26 @@ def renew_lease(conn: sqlite3.Connection, lease: Lease, lease_seconds: float) ->
     if cur.rowcount != 1:
         return None
     return replace(lease, expires_at=from_epoch(now + lease_seconds))
+
+
+def holds_lease(conn: sqlite3.Connection, lease: Lease, *, unexpired: bool = True) -> bool:
+    """Whether ``lease`` (owner + token, and unexpired unless told otherwise) still holds
+    its session: the fence a commit or a release checks inside its transaction."""
+    row = conn.execute(
+        "SELECT lease_owner, lease_token, lease_expires FROM sessions WHERE session_id = ?",
+        (lease.session_id,),
+    ).fetchone()
+    return (
+        row is not None
+        and row[0] == lease.owner
+        and row[1] == lease.token
+        and (not unexpired or row[2] > time.time())
+    )
+
+
+def mark_due(conn: sqlite3.Connection, sid: str, due_at: datetime | None, as_of: int) -> None:
+    """Set (or clear) when the session is due, unless a newer mark is already there."""
+    conn.execute(
+        "UPDATE sessions SET due_at = ?, due_seq = ? WHERE session_id = ? AND due_seq <= ?",
+        (epoch(due_at), as_of, sid, as_of),
+    )
