@@ -74,8 +74,10 @@ try:
 
     from .postgres_connections import (
         InlineConn,
+        connect_error,
         open_async_pool,
         open_sync_pool,
+        redact_url,
         session_settings,
     )
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
@@ -139,7 +141,7 @@ class PostgresStore:
         self._decoder = MessageDecoder()
 
     def __repr__(self) -> str:
-        return f"PostgresStore({_redact(self.url)!r}, schema={self.schema!r})"
+        return f"PostgresStore({redact_url(self.url)!r}, schema={self.schema!r})"
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -167,9 +169,7 @@ class PostgresStore:
                         name=f"contextfold-{self.schema}-sync",
                     )
                 except (psycopg.Error, PoolTimeout) as exc:
-                    raise StorageError(
-                        f"cannot connect to PostgreSQL at {_redact(self.url)!r}: {exc}"
-                    ) from exc
+                    raise connect_error(self.url, exc) from exc
             return self._sync_pool
 
     async def _get_pool(self) -> AsyncConnectionPool[Conn]:
@@ -189,9 +189,7 @@ class PostgresStore:
                             name=f"contextfold-{self.schema}",
                         )
                     except (psycopg.Error, PoolTimeout) as exc:
-                        raise StorageError(
-                            f"cannot connect to PostgreSQL at {_redact(self.url)!r}: {exc}"
-                        ) from exc
+                        raise connect_error(self.url, exc) from exc
         return self._pool
 
     async def _tx(self, fn: Callable[[Conn], Awaitable[T]], *, single: bool = False) -> T:
@@ -605,7 +603,3 @@ class _NothingToWrite(Exception):
         super().__init__("nothing to write")
         self.result = result
 
-
-def _redact(url: str) -> str:
-    """The URL without its password, for messages and reprs."""
-    return re.sub(r"(://[^:/@]+):[^@/]*@", r"\1:***@", url)

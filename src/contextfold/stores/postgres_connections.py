@@ -13,6 +13,7 @@ caught by the store tests, which run every store on both fronts.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
@@ -22,13 +23,16 @@ import psycopg.sql
 from psycopg import sql
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
+from ..errors import StorageError
 from ..inline import Ready
 
 __all__ = [
     "InlineConn",
     "InlineCursor",
+    "connect_error",
     "open_async_pool",
     "open_sync_pool",
+    "redact_url",
     "session_settings",
 ]
 
@@ -164,3 +168,13 @@ async def open_async_pool(
         await pool.close()
         raise
     return pool
+
+
+def redact_url(url: str) -> str:
+    """The URL without its password, for messages and reprs."""
+    return re.sub(r"(://[^:/@]+):[^@/]*@", r"\1:***@", url)
+
+
+def connect_error(url: str, exc: BaseException) -> StorageError:
+    """The one error a failed pool opening becomes, sync or async (password hidden)."""
+    return StorageError(f"cannot connect to PostgreSQL at {redact_url(url)!r}: {exc}")
