@@ -58,7 +58,7 @@ from .outcomes import (
     record_cancelled,
     record_failure,
 )
-from .policy import FoldPlan, Policy, SessionStats, TokenBudget, safe_cuts
+from .policy import FoldPlan, Policy, SessionStats, TokenBudget, evolve, safe_cuts
 from .privacy import Redactor
 from .privacy.guard import PrivacyGuard
 from .stores import open_store
@@ -187,6 +187,7 @@ class AsyncMemory:
         self.raise_errors = raise_errors
         self.clock = clock
         self._reserved = self._fixed_tokens(system, tools)
+        self._tools_counted: tuple[object, int] | None = None
         # agent view: observation masking and the per-session incremental view
         if masking is not None and not isinstance(masking, (bool, Masking)):
             raise ConfigError(f"masking must be a Masking, True/False or None, got {masking!r}")
@@ -234,40 +235,56 @@ class AsyncMemory:
     # -- writing ---------------------------------------------------------------------------
 
     def prepare(
-        self, messages: Iterable[MessageLike], session_id: str | None = None
+        self,
+        messages: Iterable[MessageLike],
+        session_id: str | None = None,
+        *,
+        now: datetime | None = None,
     ) -> list[PreparedMessage]:
-        """Validate, timestamp and count messages (no I/O). Raises ``ValidationError``.
+        """Validate and timestamp messages (no I/O); each is counted when a store first
+        needs its tokens (a duplicate by client id never is). Raises ``ValidationError``.
         With ``session_id`` and ``redact_messages``, personal data is redacted first."""
-        now = self.clock()
+        if now is None:
+            now = self.clock()
+        redact = session_id is not None and self.privacy.messages
+        cap = self.max_message_chars
+        counter = self.counter
         out: list[PreparedMessage] = []
         for raw in messages:
-            msg = coerce_message(raw)
-            if session_id is not None and self.privacy.messages:
+            msg = coerce_message(raw)  # a Message is valid text by construction
+            if redact:
+                assert session_id is not None
                 msg = self.privacy.message(msg, session_id)
-            check_text(msg.text, f"{msg.role} message content", self.max_message_chars)
+            text = msg.text
+            if len(text) > cap:
+                check_text(text, f"{msg.role} message content", cap)
             if msg.timestamp is None:
                 msg = with_timestamp(msg, now)
-            out.append(PreparedMessage(msg, count_message(self.counter, msg)))
+            out.append(PreparedMessage(msg, counter=counter))
         return out
 
     async def add(self, session_id: str, *messages: MessageLike) -> AddResult:
         """Append messages (atomically, all or none); fold inline if the policy says so."""
         sid = _check_session_id(session_id)
-        if self.privacy.messages and self.privacy.vault is not None:
+        privacy = self.privacy
+        if privacy.messages and privacy.vault is not None:
             await self._ready()
-            await self.privacy.begin(sid)
-        items = self.prepare(messages, sid)
+            await privacy.begin(sid)
+        now = self.clock()
+        items = self.prepare(messages, sid, now=now)
         if not items:
             return AddResult(())
-        store = await self._ready()
-        await self.privacy.end(sid)  # reversible mode: mapping before the messages using it
-        result = await store.append(sid, items, self.clock())
+        store = self.store if self._setup_done else await self._ready()
+        if privacy.vault is not None:
+            await privacy.end(sid)  # reversible mode: mapping before the messages using it
+        result = await store.append(sid, items, now)
         if not result.duplicates:  # agent view: take the new messages in, O(new)
             self._views.extend(sid, [StoredMessage(q, p.message, p.tokens)
                                      for q, p in zip(result.seqs, items, strict=True)])
         outcome = None
-        if self.fold_mode == "inline" and self._wants_fold(result.stats):
-            outcome = await self.fold(sid)
+        if self.fold_mode == "inline":
+            if self._wants_fold(result.stats, now):
+                outcome = await self.fold(sid)
         elif self.fold_mode == "deferred":
             due = self.due_at(result.stats)
             if due is not None:
@@ -290,7 +307,9 @@ class AsyncMemory:
         return None
 
     def _with_reserved(self, stats: SessionStats) -> SessionStats:
-        return replace(stats, reserved_tokens=self._reserved)
+        if stats.reserved_tokens == self._reserved:
+            return stats
+        return evolve(stats, reserved_tokens=self._reserved)
 
     def expected_summary_tokens(self, stats: SessionStats) -> int | None:
         """What the next fold's summary is expected to cost in the context, for the
@@ -305,10 +324,12 @@ class AsyncMemory:
         known.extend(self._recent_summaries)
         return max(known) if known else None
 
-    def _wants_fold(self, stats: SessionStats) -> bool:
+    def _wants_fold(self, stats: SessionStats, now: datetime | None = None) -> bool:
         # with masking, the policy sees the live messages at the size they are shown
         stats = self._views.masked_stats(stats.session_id, stats)
-        return self.policy.triggered(self._with_reserved(stats), self.clock())
+        return self.policy.triggered(
+            self._with_reserved(stats), self.clock() if now is None else now
+        )
 
     def due_at(self, stats: SessionStats) -> datetime | None:
         """When the policy next wants to fold this session: now if it fires, else its
@@ -554,8 +575,15 @@ class AsyncMemory:
             summary_tokens=summary.tokens if summary else 0,
             system=system if system is not None else self.system,
             budget=budget,
-            reserved_tokens=count_tools(self.counter, tools if tools is not None else self.tools),
+            reserved_tokens=self._tool_tokens(self.tools if tools is None else tools),
         )
+
+    def _tool_tokens(self, tools: Sequence[Mapping[str, Any]] | None) -> int:
+        """What ``tools`` cost, counted once per tools object (not on every turn)."""
+        hit = self._tools_counted
+        if hit is None or hit[0] is not tools:
+            hit = self._tools_counted = (tools, count_tools(self.counter, tools))
+        return hit[1]
 
     async def summary(self, session_id: str) -> Summary | None:
         return await (await self._ready()).summary(_check_session_id(session_id))

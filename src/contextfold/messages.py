@@ -47,6 +47,24 @@ _NO_CAP = 2**62
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _OPENAI_NAME_BAD = re.compile(r"[^a-zA-Z0-9_-]")
 
+#: The fields :meth:`Message.from_openai` accepts.
+_OPENAI_FIELDS = frozenset(
+    {
+        "role",
+        "content",
+        "name",
+        "tool_calls",
+        "tool_call_id",
+        "timestamp",
+        "metadata",
+        "id",
+        "refusal",
+        "function_call",
+        "audio",
+        "annotations",
+    }
+)
+
 JSONValue = Union[None, bool, int, float, str, list["JSONValue"], dict[str, "JSONValue"]]  # noqa: UP007
 
 
@@ -66,6 +84,8 @@ def check_text(text: object, what: str, max_chars: int = DEFAULT_MAX_MESSAGE_CHA
         )
     if "\x00" in text:
         raise ValidationError(f"{what} contains a NUL character at index {text.index(chr(0))}")
+    if text.isascii():  # no surrogate is ASCII: skip the scan (every append checks its text)
+        return text
     bad = _SURROGATE.search(text)
     if bad is not None:
         raise ValidationError(
@@ -208,9 +228,10 @@ class Message:
         for call in calls:
             if not isinstance(call, ToolCall):
                 raise ValidationError(f"tool_calls must hold ToolCall objects: {call!r:.80}")
-        ids = [c.id for c in calls]
-        if len(set(ids)) != len(ids):
-            raise ValidationError(f"duplicate tool call ids in one message: {ids!r}")
+        if calls:
+            ids = [c.id for c in calls]
+            if len(set(ids)) != len(ids):
+                raise ValidationError(f"duplicate tool call ids in one message: {ids!r}")
         object.__setattr__(self, "tool_calls", calls)
         if self.role == "tool":
             if not isinstance(self.tool_call_id, str) or not self.tool_call_id.strip():
@@ -220,7 +241,8 @@ class Message:
             check_text(self.tool_call_id, "tool_call_id", 512)
         elif self.tool_call_id is not None:
             raise ValidationError(f"only tool messages carry tool_call_id, not {self.role!r}")
-        object.__setattr__(self, "timestamp", _coerce_timestamp(self.timestamp))
+        if self.timestamp is not None:
+            object.__setattr__(self, "timestamp", _coerce_timestamp(self.timestamp))
         object.__setattr__(self, "metadata", _check_metadata(self.metadata))
         if self.id is not None:
             check_text(self.id, "message id", 512)
@@ -277,22 +299,8 @@ class Message:
         ``metadata``, ``id``). Anything else raises ``ValidationError``."""
         if not isinstance(data, Mapping):
             raise ValidationError(f"a message must be a mapping, got {type(data).__name__}")
-        known = {
-            "role",
-            "content",
-            "name",
-            "tool_calls",
-            "tool_call_id",
-            "timestamp",
-            "metadata",
-            "id",
-            "refusal",
-            "function_call",
-            "audio",
-            "annotations",
-        }
-        unknown = sorted(str(k) for k in data if k not in known)
-        if unknown:
+        if not _OPENAI_FIELDS.issuperset(data):
+            unknown = sorted(str(k) for k in data if k not in _OPENAI_FIELDS)
             raise ValidationError(f"unknown message fields {unknown!r}")
         if data.get("function_call") is not None:
             raise ValidationError("legacy function_call messages are not supported; use tool_calls")
@@ -409,8 +417,8 @@ def _dump_json(value: object, what: str) -> str:
 
 
 def _check_metadata(metadata: object) -> dict[str, Any]:
-    if metadata is None:
-        return {}
+    if metadata is None or (type(metadata) is dict and not metadata):
+        return {}  # the common case: nothing to check, no JSON round trip
     if not isinstance(metadata, Mapping):
         raise ValidationError(f"metadata must be a mapping, got {type(metadata).__name__}")
     _check_json(metadata, 0)

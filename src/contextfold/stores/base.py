@@ -34,12 +34,13 @@ Contract (checked by :mod:`contextfold.testing.conformance` on every store):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, Protocol, runtime_checkable
 
 from ..messages import Message, StoredMessage, check_sequence
-from ..policy import SessionStats
+from ..policy import SessionStats, evolve
+from ..tokens import TokenCounter, count_message
 
 __all__ = [
     "AppendResult",
@@ -61,12 +62,41 @@ Retention = Literal["archive", "delete"]
 Outcome = Literal["committed", "failed", "conflict", "cancelled"]
 
 
-@dataclass(frozen=True, slots=True)
 class PreparedMessage:
-    """A validated message with its token count, ready to append."""
+    """A validated message with its token count, ready to append.
 
-    message: Message
-    tokens: int
+    Give ``tokens``, or a ``counter`` to count the message when a store first asks: a
+    store asks only for the messages it writes, so an append whose client ids are stored
+    already (a framework re-sending its history) counts nothing."""
+
+    __slots__ = ("_counter", "_tokens", "message")
+
+    def __init__(
+        self, message: Message, tokens: int | None = None, *, counter: TokenCounter | None = None
+    ) -> None:
+        if tokens is None and counter is None:
+            raise TypeError("PreparedMessage needs tokens or a counter")
+        self.message = message
+        self._tokens = tokens
+        self._counter = counter
+
+    @property
+    def tokens(self) -> int:
+        tokens = self._tokens
+        if tokens is None:
+            assert self._counter is not None
+            tokens = self._tokens = count_message(self._counter, self.message)
+        return tokens
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PreparedMessage):
+            return NotImplemented
+        return (self.message, self.tokens) == (other.message, other.tokens)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"PreparedMessage(message={self.message!r}, tokens={self.tokens!r})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,25 +238,29 @@ def plan_append(
     client id is already stored (``known``: client id → seq) or repeated in the batch are
     not written again and get their existing seq; the rest get the next seqs; the sequence
     rules are checked against the pending tool calls (``ValidationError`` before any
-    write); the totals are advanced."""
-    seen = dict(known)
+    write); the totals are advanced. O(batch): ``known`` is only looked up."""
     seqs: list[int] = []
     fresh: list[tuple[int, PreparedMessage]] = []
+    batch: dict[str, int] = {}  # client ids first seen in this batch
     seq = stats.last_seq
     for item in items:
         mid = item.message.id
-        if mid is not None and mid in seen:
-            seqs.append(seen[mid])
-            continue
+        if mid is not None:
+            old = batch.get(mid)
+            if old is None:
+                old = known.get(mid)
+            if old is not None:
+                seqs.append(old)
+                continue
         seq += 1
         if mid is not None:
-            seen[mid] = seq
+            batch[mid] = seq
         fresh.append((seq, item))
         seqs.append(seq)
-    pending = check_sequence((i.message for _, i in fresh), stats.pending_calls)
+    pending = check_sequence([i.message for _, i in fresh], stats.pending_calls)
     if not fresh:
         return AppendPlan(fresh, AppendResult(tuple(seqs), stats, len(items)))
-    new = replace(
+    new = evolve(
         stats,
         last_seq=seq,
         live_count=stats.live_count + len(fresh),

@@ -87,8 +87,13 @@ class MemoryStore:
     async def setup(self) -> None:
         return None
 
-    @_atomic
     async def append(
+        self, session_id: str, items: Sequence[PreparedMessage], now: datetime
+    ) -> AppendResult:
+        with self._lock:  # the hot path: one coroutine, not _atomic's two
+            return self._append(session_id, items, now)
+
+    def _append(
         self, session_id: str, items: Sequence[PreparedMessage], now: datetime
     ) -> AppendResult:
         sess = self._sessions.get(session_id)
@@ -99,7 +104,7 @@ class MemoryStore:
         if sess is None:
             sess = self._sessions[session_id] = _Session(stats=stats)
         for seq, item in plan.fresh:
-            stored = StoredMessage(seq=seq, message=item.message, tokens=item.tokens)
+            stored = StoredMessage(seq, item.message, item.tokens)
             sess.messages[seq] = stored
             sess.live.append(stored)
             if item.message.id is not None:
@@ -118,12 +123,12 @@ class MemoryStore:
             return []
         return sess.live.copy()  # kept in step by append and commit_fold
 
-    @_atomic
     async def snapshot(self, session_id: str) -> Snapshot | None:
-        sess = self._sessions.get(session_id)
-        if sess is None:
-            return None
-        return Snapshot(sess.stats, sess.summary, await self.live(session_id))
+        with self._lock:
+            sess = self._sessions.get(session_id)
+            if sess is None:
+                return None
+            return Snapshot(sess.stats, sess.summary, sess.live.copy())
 
     @_atomic
     async def messages(
