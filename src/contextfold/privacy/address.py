@@ -64,9 +64,9 @@ class StreetAddressDetector:
             _register_hints(self.hints)
 
     def find(self, text: str) -> Iterator[Finding]:
-        if self._hint is not None and (not _any_hint(text) or self._hint(text) is None):
+        if _HAS_DIGIT(text) is None:  # the cheaper test first: most text has no digit
             return
-        if _HAS_DIGIT(text) is None:
+        if self._hint is not None and (not _any_hint(text) or self._hint(text) is None):
             return
         for pattern in self.patterns:
             for m in pattern.finditer(text):

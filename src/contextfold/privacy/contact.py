@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
-from .detectors import Finding, digit_windows, digits_of
+from .detectors import MIN_CLUSTER, Finding, digit_windows, digits_of
 
 __all__ = ["EmailDetector", "PhoneDetector", "PhoneShape", "phone_cue_before"]
 
@@ -130,6 +130,9 @@ class PhoneDetector:
                 if region not in phonenumbers.SUPPORTED_REGIONS:
                     raise ConfigError(f"unknown phone region {region!r}; use ISO codes like 'DE'")
             self._pn = phonenumbers
+        # International numbers hold 8-15 digits joined by cluster separators, national
+        # shapes come from digit_windows(text, 9); libphonenumber has its own rules.
+        self.needs_digits = 0 if self._regions else MIN_CLUSTER
 
     @property
     def regions(self) -> tuple[str, ...]:

@@ -33,6 +33,7 @@ __all__ = [
     "digit_windows",
     "digits_of",
     "literal_union",
+    "longest_cluster",
 ]
 
 _KIND = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*")
@@ -49,7 +50,16 @@ class Finding:
 
 @runtime_checkable
 class Detector(Protocol):
-    """Finds personal data of one or more kinds. ``find`` must never raise on a ``str``."""
+    """Finds personal data of one or more kinds. ``find`` must never raise on a ``str``.
+
+    A detector may also declare ``needs_digits = n`` (an int attribute): it never finds
+    anything in a text whose largest digit cluster (:func:`longest_cluster`) holds fewer
+    than ``n`` digits. The :class:`~contextfold.privacy.Redactor` then skips it for such
+    text without calling it — most text has no long number, and a dozen number-shaped
+    detectors cost nothing there. A wrong declaration loses findings, so declare only what
+    the detector's own code enforces (all its candidates come from
+    :func:`digit_windows` of ``n``, or every match holds ``n`` digits joined by the
+    separators a cluster allows)."""
 
     def find(self, text: str) -> Iterable[Finding]: ...
 
@@ -100,6 +110,7 @@ def literal_union(words: Iterable[str]) -> re.Pattern[str]:
 MIN_CLUSTER = 6
 _CLUSTER = re.compile(r"\d(?:[ .\-/()]{0,3}\d){5,}")
 _SEPARATORS = str.maketrans("", "", " .-/()")
+_ASCII_DIGITS = "0123456789"
 
 
 # The caches hold the few most recent texts only: the detectors of one pass ask about the
@@ -109,6 +120,15 @@ def _clusters(text: str) -> tuple[tuple[int, int, int], ...]:
     return tuple(
         (m.start(), m.end(), len(m.group().translate(_SEPARATORS))) for m in _CLUSTER.finditer(text)
     )
+
+
+@lru_cache(maxsize=4)
+def longest_cluster(text: str) -> int:
+    """Digits in ``text``'s largest digit cluster (as :func:`digit_windows` finds them:
+    six or more digits joined by at most three of ``" .-/()"``); 0 when it has none."""
+    if text.isascii() and sum(map(text.count, _ASCII_DIGITS)) < MIN_CLUSTER:
+        return 0  # too few digits for any cluster, found without a regex scan
+    return max((n for _, _, n in _clusters(text)), default=0)
 
 
 @lru_cache(maxsize=32)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from .detectors import Finding, digit_windows, digits_of
+from .detectors import MIN_CLUSTER, Finding, digit_windows, digits_of
 
 __all__ = ["IBAN_LENGTHS", "CardDetector", "IBANDetector", "iban_valid", "luhn_valid"]
 
@@ -55,6 +55,8 @@ class CardDetector:
     """Payment card numbers: 13-19 digits (optionally in groups split by spaces or dashes),
     an issuer prefix that fits the length (Visa, Mastercard, Amex, Discover, JCB, Diners,
     UnionPay, Maestro), and a passing Luhn check. All-same-digit numbers are rejected."""
+
+    needs_digits = 13  # every candidate comes from digit_windows(text, 13)
 
     def find(self, text: str) -> Iterator[Finding]:
         if _HAS_RUN(text) is None:
@@ -134,6 +136,8 @@ def iban_valid(iban: str) -> bool:
 class IBANDetector:
     """IBANs, compact or in groups of four, accepted only with the right length for their
     country and a passing mod-97 check."""
+
+    needs_digits = MIN_CLUSTER  # nothing without digit_windows(text, 6)
 
     def find(self, text: str) -> Iterator[Finding]:
         if not digit_windows(text, 6):

@@ -16,7 +16,7 @@ import importlib
 import re
 from collections.abc import Callable, Iterator
 
-from .detectors import Finding, check_kind, digit_windows
+from .detectors import MIN_CLUSTER, Finding, check_kind, digit_windows
 
 __all__ = ["NationalIdDetector", "SSNDetector", "ssn_valid", "stdnum_check"]
 
@@ -48,7 +48,10 @@ class NationalIdDetector:
     ``cue``, when given, must match within 40 characters before the candidate. With
     ``min_digits`` the pattern runs only round clusters of that many digits
     (:func:`~contextfold.privacy.detectors.digit_windows`), which is what keeps a dozen
-    number-shaped detectors cheap on ordinary text.
+    number-shaped detectors cheap on ordinary text. Without it, ``needs_digits`` may say
+    how many digits every match holds in one cluster (see
+    :class:`~contextfold.privacy.detectors.Detector`), so text without such a number
+    skips the pattern.
     """
 
     def __init__(
@@ -60,6 +63,7 @@ class NationalIdDetector:
         hint: Callable[[str], object] | None = None,
         cue: re.Pattern[str] | None = None,
         min_digits: int = 0,
+        needs_digits: int = 0,
     ) -> None:
         self.kind = check_kind(kind)
         self.pattern = pattern
@@ -67,6 +71,8 @@ class NationalIdDetector:
         self.hint = hint
         self.cue = cue
         self.min_digits = min_digits
+        # with min_digits every candidate comes from digit_windows (clusters of >= 6)
+        self.needs_digits = max(min_digits, MIN_CLUSTER) if min_digits else needs_digits
 
     def find(self, text: str) -> Iterator[Finding]:
         if self.hint is not None and not self.hint(text):
@@ -112,6 +118,7 @@ class SSNDetector:
     check digit, so the structure rules and the grouping are its whole validation."""
 
     kind = "SSN"
+    needs_digits = 9  # every candidate comes from digit_windows(text, 9)
 
     def find(self, text: str) -> Iterator[Finding]:
         if _HAS_RUN(text) is None:

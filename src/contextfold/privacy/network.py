@@ -29,7 +29,7 @@ class IPDetector:
     "version"/"build"/"release" is a version number, not an address."""
 
     def find(self, text: str) -> Iterator[Finding]:
-        for m in _IPV4.finditer(text) if "." in text else ():
+        for m in _IPV4.finditer(text) if text.count(".") >= 3 else ():  # a quad has three
             try:
                 ipaddress.IPv4Address(m.group())
             except ValueError:
@@ -37,7 +37,7 @@ class IPDetector:
             if _VERSION_CUE.search(text, max(0, m.start() - 12), m.start()):
                 continue
             yield Finding(m.start(), m.end(), "IP")
-        has_v6 = ":" in text and ("::" in text or _IPV6_HINT(text) is not None)
+        has_v6 = "::" in text or (text.count(":") >= 3 and _IPV6_HINT(text) is not None)
         for m in _IPV6.finditer(text) if has_v6 else ():
             s = m.group()
             if s.rstrip(":") == "" or s.count(":") < 2:

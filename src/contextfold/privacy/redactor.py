@@ -34,7 +34,7 @@ from typing import Literal
 
 from ..errors import ConfigError, ValidationError
 from .contact import EmailDetector, PhoneDetector, PhoneShape
-from .detectors import Detector, Finding, PatternDetector
+from .detectors import Detector, Finding, PatternDetector, longest_cluster
 from .financial import CardDetector, IBANDetector
 from .locales import resolve_locales
 from .network import IPDetector
@@ -173,6 +173,7 @@ class Redactor:
                 raise ConfigError(f"detectors must have a find(text) method, got {det!r:.80}")
             chosen.append(det)
         self._detectors: tuple[Detector, ...] = tuple(chosen)
+        self._needs: tuple[int, ...] = tuple(_needs_digits(d) for d in chosen)
         self._vault = vault
         self._key = key if key is not None else os.urandom(32)
         self._max_scopes = max_scopes
@@ -196,7 +197,7 @@ class Redactor:
         # Placeholders are masked with NUL, which no built-in pattern can match or cross, so
         # the text around them is scanned as if they were ends of the text; a finding that
         # still overlaps one (a user pattern matching NUL) is dropped.
-        held = [m.span() for m in PLACEHOLDER.finditer(text)]
+        held = [m.span() for m in PLACEHOLDER.finditer(text)] if "<" in text else []
         masked = text
         if held:
             parts: list[str] = []
@@ -209,7 +210,13 @@ class Redactor:
             masked = "".join(parts)
         held_starts = [s for s, _ in held]
         found: list[tuple[int, int, Finding]] = []
-        for rank, det in enumerate(self._detectors):
+        longest = -1  # digits in the largest digit cluster, once a detector asks
+        for rank, (det, needs) in enumerate(zip(self._detectors, self._needs, strict=True)):
+            if needs:
+                if longest < 0:
+                    longest = longest_cluster(masked)
+                if longest < needs:
+                    continue  # it declared it cannot match here (Detector.needs_digits)
             for f in det.find(masked):
                 if not 0 <= f.start < f.end <= len(text):
                     continue
@@ -244,7 +251,7 @@ class Redactor:
             raise ValidationError(f"scope must be a string or None, got {scope!r:.80}")
         with self._lock:
             state = self._scope(scope) if scope is not None else _Scope()
-            for m in PLACEHOLDER.finditer(text):
+            for m in PLACEHOLDER.finditer(text) if "<" in text else ():
                 state.bump(m.group(1), int(m.group(2)))
             new: dict[str, str] = {}
             while True:
@@ -347,6 +354,11 @@ class Redactor:
     def __repr__(self) -> str:
         names = ", ".join(type(d).__name__ for d in self._detectors)
         return f"Redactor([{names}], reversible={self.reversible})"
+
+
+def _needs_digits(detector: Detector) -> int:
+    needs = getattr(detector, "needs_digits", 0)
+    return needs if isinstance(needs, int) and not isinstance(needs, bool) and needs > 0 else 0
 
 
 def _id_filter(national_ids: bool | Collection[str]) -> Callable[[str], bool]:

@@ -65,7 +65,11 @@ class SecretDetector:
                 for m in pattern.finditer(text):
                     yield Finding(m.start(), m.end(), "SECRET")
         lowered = text.lower()
-        first = min((i for i in (lowered.find(cue) for cue in _CUE_HINTS) if i >= 0), default=-1)
+        first = -1
+        for cue in _CUE_HINTS:
+            i = lowered.find(cue)
+            if i >= 0 and (first < 0 or i < first):
+                first = i
         if first < 0:
             return
         # The cue word starts at most ~25 characters before its hint ("aws_secret_access_key").

@@ -27,7 +27,17 @@ _ID_CARD = re.compile(r"[LMNPRTVWXY](?<![\w\-].)[CFGHJ-NPRTV-Z0-9]{8}\d(?![\w])"
 # Printed on the card front without the check digit: taken after a cue word only.
 _ID_CARD_CUE = re.compile(r"(?i)(?:ausweis|perso\b|id-karte|idkarte)")
 # Case-sensitive literals: a cheap test before the case-insensitive cue search.
-_ID_CARD_HINT = re.compile(r"usweis|USWEIS|erso|ERSO|ID-Karte|IDKarte|Idkarte").search
+def _id_card_hint(text: str) -> bool:
+    return (
+        "usweis" in text
+        or "USWEIS" in text
+        or "erso" in text
+        or "ERSO" in text
+        or "ID-Karte" in text
+        or "IDKarte" in text
+        or "Idkarte" in text
+    )
+
 _ID_CARD_NINE = re.compile(r"[LMNPRTVWXY](?<![\w\-].)[CFGHJ-NPRTV-Z0-9]{8}(?![\w])")
 
 
@@ -95,10 +105,10 @@ LOCALE = Locale(
     national_ids=(
         NationalIdDetector("DE_TAX_ID", _TAX_ID, stdnum_check("de.idnr"), min_digits=11),
         NationalIdDetector(
-            "DE_ID_CARD", _ID_CARD, id_card_valid, cue=_ID_CARD_CUE, hint=_ID_CARD_HINT
+            "DE_ID_CARD", _ID_CARD, id_card_valid, cue=_ID_CARD_CUE, hint=_id_card_hint
         ),
         NationalIdDetector(
-            "DE_ID_CARD", _ID_CARD_NINE, _nine_valid, cue=_ID_CARD_CUE, hint=_ID_CARD_HINT
+            "DE_ID_CARD", _ID_CARD_NINE, _nine_valid, cue=_ID_CARD_CUE, hint=_id_card_hint
         ),
     ),
     phone_shapes=(TRUNK_ZERO, BARE_AFTER_CUE),

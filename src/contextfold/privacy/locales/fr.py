@@ -54,7 +54,8 @@ _FR_ADDRESS = re.compile(
 LOCALE = Locale(
     name="fr",
     phone_regions=("FR",),
-    national_ids=(NationalIdDetector("FR_NIR", _NIR, stdnum_check("fr.nir")),),
+    # 13 digits joined by single spaces; Corsica's "2A"/"2B" leaves 6 + 8 of them
+    national_ids=(NationalIdDetector("FR_NIR", _NIR, stdnum_check("fr.nir"), needs_digits=6),),
     phone_shapes=(TRUNK_ZERO, _FR_BARE_MOBILE, BARE_AFTER_CUE),
     addresses=(
         # The pattern opens on the house number, which is fast to scan for: no hints.

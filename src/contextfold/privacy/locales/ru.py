@@ -98,7 +98,9 @@ LOCALE = Locale(
     phone_regions=("RU",),
     national_ids=(
         NationalIdDetector("RU_SNILS", _SNILS, snils_valid, min_digits=11),
-        NationalIdDetector("RU_SNILS", _SNILS_BARE, snils_valid, cue=_SNILS_CUE, hint=_SNILS_HINT),
+        NationalIdDetector(  # eleven digits in a row
+            "RU_SNILS", _SNILS_BARE, snils_valid, cue=_SNILS_CUE, hint=_SNILS_HINT, needs_digits=11
+        ),
         NationalIdDetector("RU_INN", _INN, _personal_inn_valid, min_digits=12),
     ),
     phone_shapes=(_RU_SHAPE, BARE_AFTER_CUE),
