@@ -26,6 +26,8 @@ _ID_ALPHABET = "CFGHJKLMNPRTVWXYZ0123456789"
 _ID_CARD = re.compile(r"[LMNPRTVWXY](?<![\w\-].)[CFGHJ-NPRTV-Z0-9]{8}\d(?![\w])")
 # Printed on the card front without the check digit: taken after a cue word only.
 _ID_CARD_CUE = re.compile(r"(?i)(?:ausweis|perso\b|id-karte|idkarte)")
+
+
 # Case-sensitive literals: a cheap test before the case-insensitive cue search.
 def _id_card_hint(text: str) -> bool:
     return (
@@ -37,6 +39,7 @@ def _id_card_hint(text: str) -> bool:
         or "IDKarte" in text
         or "Idkarte" in text
     )
+
 
 _ID_CARD_NINE = re.compile(r"[LMNPRTVWXY](?<![\w\-].)[CFGHJ-NPRTV-Z0-9]{8}(?![\w])")
 
