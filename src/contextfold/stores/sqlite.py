@@ -17,10 +17,12 @@ import json
 import os
 import sqlite3
 import threading
+from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
+from operator import attrgetter
 from pathlib import Path
 from typing import TypeVar
 
@@ -471,12 +473,13 @@ class SQLiteStore:
     ) -> list[StoredMessage]:
         """Live messages, read incrementally: rows never change, so the last snapshot's
         live list (same ``created_at``: not a re-created session) is reused minus what was
-        folded since, plus the rows appended since — a turn costs its new rows only."""
+        folded since (a bisection), plus the rows appended since: a turn costs its new rows."""
         cached = self._live_cache.get(session_id)
         after = stats.through_seq
         kept: list[StoredMessage] = []
         if cached is not None and cached[0] == created and cached[1] <= stats.last_seq:
-            kept = [m for m in cached[2] if m.seq > stats.through_seq]
+            old = cached[2]
+            kept = old[bisect_right(old, stats.through_seq, key=attrgetter("seq")) :]
             after = max(stats.through_seq, cached[1])
         rows = conn.execute(
             "SELECT seq, body, tokens FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq",
