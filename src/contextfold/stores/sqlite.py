@@ -48,7 +48,6 @@ from .rows import (
     LEDGER_COLUMNS,
     MessageDecoder,
     decode_time,
-    encode_message,
     encode_time,
     ledger_from_row,
     ledger_values,
@@ -218,7 +217,7 @@ class SQLiteStore:
                         s,
                         i.message.id,
                         i.message.role,
-                        encode_message(i.message),
+                        self._decoder.encode(session_id, s, i.message, i.tokens),
                         i.tokens,
                         stamp,
                     )
