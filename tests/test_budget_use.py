@@ -62,3 +62,29 @@ def test_a_summary_larger_than_planned_never_breaks_the_budget() -> None:
     assert stats.live_count == sum(not m.folded for m in stored)
     assert memory.usage("s").failed == 0
     memory.close()
+
+
+def test_folds_give_the_summarizer_what_the_ratio_asks_and_little_more() -> None:
+    """A 200-token summary and the default ``min_fold_ratio`` of 5: every fold reads the
+    previous summary plus at least 5 × its size of messages (input ≤ 1.2 × folded over
+    the session), and not much more — folding more than that only empties the context."""
+    seen_input = seen_folded = 0
+
+    def summarize(request: SummaryRequest) -> SummaryResult:
+        nonlocal seen_input, seen_folded
+        folded = sum(-(-len(m.message.text) // 4) for m in request.messages)
+        seen_folded += folded
+        seen_input += -(-len(request.previous) // 4) + folded
+        return SummaryResult(words(267), calls=1, input_tokens=1, output_tokens=200)
+
+    memory = Memory("memory://", policy=TokenBudget(2000), tokenizer="approx",
+                    summarizer=FunctionSummarizer(summarize))
+    sizes = []
+    for msg in turns(800):
+        memory.add("s", msg)
+        sizes.append(memory.context("s").tokens)
+    assert memory.usage("s").folds >= 10
+    assert 1.15 <= seen_input / seen_folded <= 1.20
+    steady = sizes[len(sizes) // 4:]
+    assert max(sizes) <= 2000 and sum(steady) / len(steady) >= 0.70 * 2000
+    memory.close()

@@ -391,10 +391,14 @@ class AsyncMemory:
             snap = await store.snapshot(sid)
         if snap is None:
             return None
-        stats = replace(
+        stats = evolve(
             snap.stats,
             reserved_tokens=self._reserved,
             expected_summary_tokens=self.expected_summary_tokens(snap.stats),
+            # what the summarizer re-reads: the summary text, not the block framing it
+            summary_reread_tokens=max(0, snap.stats.summary_tokens - self._summary_overhead)
+            if snap.stats.summary_version
+            else 0,
         )
         live: Sequence[StoredMessage] = snap.live
         if not force:  # with masking: fold only when masking is not enough

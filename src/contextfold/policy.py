@@ -19,7 +19,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from .errors import ConfigError
 from .messages import StoredMessage
-from .tokens import REPLY_PRIMING_TOKENS
+from .tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS
 
 __all__ = [
     "FixedCells",
@@ -40,10 +40,12 @@ __all__ = [
 class SessionStats:
     """Running totals a store keeps per session, so deciding costs O(1).
 
-    ``reserved_tokens`` is what the system prompt and tool schemas cost, and
+    ``reserved_tokens`` is what the system prompt and tool schemas cost,
     ``expected_summary_tokens`` what the next fold's summary is expected to cost in the
-    context (None: unknown, plan with the cap); the engine fills both in before asking a
-    policy.
+    context (None: unknown, plan with the cap), and ``summary_reread_tokens`` what a fold
+    gives the summarizer of the current summary — its text, without the block that frames
+    it in the context (None: ``summary_tokens``); the engine fills them in before asking
+    a policy.
     """
 
     session_id: str
@@ -58,6 +60,7 @@ class SessionStats:
     reported_input_tokens: int | None = None
     reserved_tokens: int = 0
     expected_summary_tokens: int | None = None
+    summary_reread_tokens: int | None = None
 
     @property
     def context_tokens(self) -> int:
@@ -177,9 +180,10 @@ class TokenBudget:
     The planned summary size is the cap, unless the engine expects a smaller summary
     (``SessionStats.expected_summary_tokens``: an LLM's summaries are usually far below
     the cap, the extractive summarizer fills it). Then the fold keeps more verbatim — the
-    budget is used — but still folds at least ``min_fold_ratio`` times the current
-    summary, so re-reading the summary costs at most ``1/min_fold_ratio`` of the folded
-    tokens (summarizer input ≤ 1.2 × folded by default), and never keeps less verbatim
+    budget is used — but still gives the summarizer at least ``min_fold_ratio`` times the
+    summary text it re-reads (:meth:`min_fold_input`; messages counted without their
+    framing, as the summarizer receives them), so summarizer input ≤ 1.2 × folded by
+    default and a fold folds no more than that asks; and it never keeps less verbatim
     than planning with the cap would. A summary larger than planned is safe: the context
     view trims to the budget and the next fold comes sooner.
     """
@@ -224,33 +228,54 @@ class TokenBudget:
         return max(0, min(expected, self.summary_max_tokens))
 
     def live_allowance(self, stats: SessionStats) -> int:
-        """Tokens of live messages the fold may keep verbatim."""
+        """Tokens of live messages the fold may keep verbatim to reach ``target`` with the
+        planned summary (before the ``min_fold_ratio`` rule, which :meth:`plan` applies
+        message by message); never less than planning with the cap keeps."""
         assert self.target is not None and self.summary_max_tokens is not None
         base = stats.reserved_tokens + REPLY_PRIMING_TOKENS
         with_cap = self.target - base - self.summary_max_tokens
         planned = self.planned_summary(stats)
         if planned >= self.summary_max_tokens:
             return with_cap
-        to_target = self.target - base - planned
-        # fold at least min_fold_ratio × the summary this fold re-reads
-        amortized = stats.live_tokens - math.ceil(self.min_fold_ratio * stats.summary_tokens)
-        return max(with_cap, min(to_target, amortized))
+        return max(with_cap, self.target - base - planned)
+
+    def min_fold_input(self, stats: SessionStats) -> int:
+        """What the folded messages must give the summarizer (their tokens less each
+        message's framing) so that re-reading the current summary costs at most
+        ``1/min_fold_ratio`` of it: summarizer input ≤ (1 + 1/ratio) × folded."""
+        reread = stats.summary_reread_tokens
+        if reread is None:
+            reread = stats.summary_tokens
+        return math.ceil(self.min_fold_ratio * reread)
 
     def plan(
         self, stats: SessionStats, live: Sequence[StoredMessage], now: datetime
     ) -> FoldPlan | None:
         if not self.triggered(stats, now) or not live:
             return None
-        allowed_live = self.live_allowance(stats)
+        assert self.target is not None and self.summary_max_tokens is not None
         limit = len(live) - self.keep_last
         if limit <= 0:
             return None
         cuts = safe_cuts(live)
+        with_cap = self.target - stats.reserved_tokens - REPLY_PRIMING_TOKENS
+        with_cap -= self.summary_max_tokens
+        allowed_live = self.live_allowance(stats)
         remaining = sum(m.tokens for m in live)
         need = 0
         while need < len(live) and remaining > allowed_live:
             remaining -= live[need].tokens
             need += 1
+        if allowed_live > with_cap:
+            # a smaller summary than the cap is planned: fold at least enough to amortise
+            # re-reading the summary, but never more than planning with the cap would
+            want, given = self.min_fold_input(stats), 0
+            for m in live[:need]:
+                given += m.tokens - MESSAGE_OVERHEAD_TOKENS
+            while need < len(live) and given < want and remaining > with_cap:
+                given += live[need].tokens - MESSAGE_OVERHEAD_TOKENS
+                remaining -= live[need].tokens
+                need += 1
         cut = _cut_at_least(cuts, need)
         if cut is None or cut > limit:
             cut = _cut_at_most(cuts, limit)
