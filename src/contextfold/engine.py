@@ -13,10 +13,11 @@ does network I/O; ``fold_many``'s concurrency), which on the sync front runs the
 step needs nothing special: await the store, and send anything else that truly waits
 through ``run_elsewhere``; ``tests/test_fronts.py`` runs the steps on both fronts.
 
-A fold reads the session, asks the policy for a span, calls the summarizer with no
-transaction or lock held, validates the result, and commits summary + ledger row in one
-compare-and-set transaction. Any failure leaves the session as it was and is recorded in
-the ledger; the caller gets a :class:`FoldOutcome` (or the error, with ``raise_errors``).
+A fold reads the session and asks the policy for a span here; :mod:`contextfold.folding`
+then calls the summarizer with no transaction or lock held, validates the result, and
+commits summary + ledger row in one compare-and-set transaction. Any failure leaves the
+session as it was and is recorded in the ledger; the caller gets a :class:`FoldOutcome`
+(or the error, with ``raise_errors``).
 """
 
 from __future__ import annotations
@@ -26,18 +27,17 @@ import logging
 import os
 import socket
 import threading
-import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any, Literal, TypeVar
 
 from .batch import fold_in_waves
-from .context import Context, ViewCache, render_summary, summary_overhead
-from .errors import ConfigError, ConflictError, ContextFoldError, SummarizationError
-from .exclusive import fold_exclusively, fresh_lease
+from .context import Context, ViewCache, summary_overhead
+from .errors import ConfigError
+from .exclusive import fold_exclusively
+from .folding import run_fold
 from .inline import inline, run_elsewhere
 from .masking import Masking
 from .messages import (
@@ -52,18 +52,14 @@ from .outcomes import (
     AddResult,
     BatchResult,
     FoldOutcome,
-    FoldStatus,
     Usage,
     error_text,
-    record_cancelled,
-    record_failure,
 )
 from .policy import FoldPlan, Policy, SessionStats, TokenBudget, evolve, safe_cuts
 from .privacy import Redactor
 from .privacy.guard import PrivacyGuard
 from .stores import open_store
 from .stores.base import (
-    FoldCommit,
     Lease,
     LedgerEntry,
     PreparedMessage,
@@ -71,7 +67,7 @@ from .stores.base import (
     Store,
     Summary,
 )
-from .summarizers.base import Summarizer, SummaryRequest, SummaryResult, check_summary
+from .summarizers.base import Summarizer, SummaryRequest, SummaryResult
 from .tokens import TokenCounter, count_message, count_tools, get_counter
 
 __all__ = ["AsyncMemory", "MessageLike", "error_text", "utcnow"]
@@ -427,113 +423,7 @@ class AsyncMemory:
         planned = await self._plan(store, sid, force, snap)
         if planned is None:
             return FoldOutcome(sid, "skipped", "policy did not fire")
-        snap, plan = planned
-        stats, live, previous = snap.stats, snap.live, snap.summary
-        if plan.action == "clear":
-            cleared = await store.delete(sid, if_last_seq=stats.last_seq)
-            if cleared:
-                self.privacy.forget(sid)
-                self._views.forget(sid)
-            status: FoldStatus = "cleared" if cleared else "skipped"
-            log.info("session %s %s after idle", sid, status)
-            return FoldOutcome(sid, status, plan.reason)
-        span = [m for m in live if plan.lo <= m.seq <= plan.hi]
-        base = LedgerEntry(
-            session_id=sid,
-            outcome="failed",
-            reason=plan.reason,
-            lo=plan.lo,
-            hi=plan.hi,
-            messages_folded=len(span),
-            tokens_folded=sum(m.tokens for m in span),
-            model=self.summarizer.name,
-            started_at=self.clock(),
-            key=key,
-            owner=lease.owner if lease else None,
-            lease_token=lease.token if lease else None,
-        )
-        privacy = self.privacy
-        previous_text = previous.text if previous else ""
-        if privacy.summarizer_input or privacy.summary:
-            await privacy.begin(sid)
-        if privacy.summarizer_input:
-            span = [privacy.stored(m, sid, self.counter) for m in span]
-            previous_text = privacy.text(previous_text, sid)
-        request = SummaryRequest(
-            session_id=sid,
-            previous=previous_text,
-            messages=span,
-            max_tokens=self.summary_max_tokens - self._summary_overhead,
-            counter=self.counter,
-            reason=plan.reason,
-        )
-        started = time.perf_counter()
-        try:
-            result = check_summary(await self._summarize(request), request)
-            if privacy.summary:
-                clean = privacy.summary_text(result.text, sid)
-                if clean != result.text:  # placeholders change the length: check again
-                    result = check_summary(replace(result, text=clean), request)
-        except asyncio.CancelledError:
-            await record_cancelled(store, base, started)
-            raise
-        except Exception as exc:
-            err = (
-                exc if isinstance(exc, SummarizationError) else SummarizationError(error_text(exc))
-            )
-            if err is not exc:
-                err.__cause__ = exc
-            return await record_failure(store, base, started, err, raise_errors=self.raise_errors)
-        tokens = count_message(self.counter, render_summary(result.text))
-        entry = replace(
-            base,
-            outcome="committed",
-            summary_tokens=tokens,
-            input_tokens=result.input_tokens,
-            output_tokens=result.output_tokens,
-            calls=result.calls,
-            model=result.model or self.summarizer.name,
-            latency_ms=(time.perf_counter() - started) * 1000,
-        )
-        try:
-            await privacy.end(sid)  # the mapping is written before any text that uses it
-            lease = await fresh_lease(self, store, lease)
-            commit = FoldCommit(
-                sid, stats.summary_version, plan.lo, plan.hi, result.text, tokens, lease
-            )
-            summary = await store.commit_fold(commit, entry)
-        except ConflictError as exc:
-            return await record_failure(
-                store, entry, started, exc, "conflict", raise_errors=self.raise_errors
-            )
-        except ContextFoldError as exc:
-            return await record_failure(store, entry, started, exc, raise_errors=self.raise_errors)
-        self._recent_summaries.append(tokens)
-        log.info(
-            "folded session %s: seq %d..%d (%d messages, %d tokens) in %.0f ms",
-            sid,
-            plan.lo,
-            plan.hi,
-            len(span),
-            entry.tokens_folded,
-            entry.latency_ms,
-        )
-        return FoldOutcome(
-            sid,
-            "committed",
-            plan.reason,
-            plan.lo,
-            plan.hi,
-            len(span),
-            entry.tokens_folded,
-            summary,
-            None,
-            result.input_tokens,
-            result.output_tokens,
-            result.calls,
-            entry.latency_ms,
-            tuple(m.message.id for m in span if m.message.id),
-        )
+        return await run_fold(self, store, sid, *planned, key, lease)
 
     async def fold_many(
         self,
