@@ -291,7 +291,10 @@ class LiveView:
         return self._full[n] - self._full[a]
 
     def _body(self, a: int, b: int) -> list[Message]:
-        return self._shown[a:b] + self._orig[b:] if a < b else self._orig[a:]
+        """The shown messages from ``a`` (read-only: may be the view's own list)."""
+        if a < b:
+            return self._shown[a:b] + self._orig[b:]
+        return self._orig[a:] if a else self._orig
 
     def _facts(self, item: StoredMessage) -> tuple[list[str], bool]:
         """A tool result's key facts and failure flag, made once per message (shared by
@@ -386,7 +389,7 @@ class LiveView:
                 tokens += bridge_tokens
             lead = [summary_msg] if with_summary and summary_msg is not None else []
             return Context(
-                tuple(head + lead + body),
+                (*head, *lead, *body),  # one copy of the (maybe long) body
                 used + (summary_tokens if with_summary else 0) + tokens,
                 budget,
                 with_summary,

@@ -46,7 +46,6 @@ from .messages import (
     StoredMessage,
     check_text,
     coerce_message,
-    with_timestamp,
 )
 from .outcomes import (
     AddResult,
@@ -247,15 +246,13 @@ class AsyncMemory:
         counter = self.counter
         out: list[PreparedMessage] = []
         for raw in messages:
-            msg = coerce_message(raw)  # a Message is valid text by construction
+            msg = coerce_message(raw, now)  # a Message is valid text by construction
             if redact:
                 assert session_id is not None
                 msg = self.privacy.message(msg, session_id)
             text = msg.text
             if len(text) > cap:
                 check_text(text, f"{msg.role} message content", cap)
-            if msg.timestamp is None:
-                msg = with_timestamp(msg, now)
             out.append(PreparedMessage(msg, counter=counter))
         return out
 

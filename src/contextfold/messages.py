@@ -294,9 +294,12 @@ class Message:
         return out
 
     @classmethod
-    def from_openai(cls, data: Mapping[str, Any]) -> Message:
+    def from_openai(
+        cls, data: Mapping[str, Any], *, timestamp: datetime | None = None
+    ) -> Message:
         """Parse an OpenAI chat-completions message dict (plus optional ``timestamp``,
-        ``metadata``, ``id``). Anything else raises ``ValidationError``."""
+        ``metadata``, ``id``). Anything else raises ``ValidationError``. ``timestamp`` is
+        used when the dict has none."""
         if not isinstance(data, Mapping):
             raise ValidationError(f"a message must be a mapping, got {type(data).__name__}")
         if not _OPENAI_FIELDS.issuperset(data):
@@ -318,7 +321,7 @@ class Message:
             name=data.get("name"),
             tool_calls=tuple(_parse_tool_call(c) for c in raw_calls),
             tool_call_id=data.get("tool_call_id"),
-            timestamp=data.get("timestamp"),
+            timestamp=stamp if (stamp := data.get("timestamp")) is not None else timestamp,
             metadata=data.get("metadata") or {},
             id=data.get("id"),
         )
@@ -355,12 +358,17 @@ def with_timestamp(message: Message, timestamp: datetime) -> Message:
     return new
 
 
-def coerce_message(value: Message | Mapping[str, Any]) -> Message:
-    """Accept a :class:`Message` or an OpenAI-style dict; anything else is a ValidationError."""
+def coerce_message(
+    value: Message | Mapping[str, Any], timestamp: datetime | None = None
+) -> Message:
+    """Accept a :class:`Message` or an OpenAI-style dict; anything else is a ValidationError.
+    ``timestamp`` is given to a message that has none."""
     if isinstance(value, Message):
+        if value.timestamp is None and timestamp is not None:
+            return with_timestamp(value, timestamp)
         return value
     if isinstance(value, Mapping):
-        return Message.from_openai(value)
+        return Message.from_openai(value, timestamp=timestamp)
     raise ValidationError(
         f"expected a Message or a dict, got {type(value).__name__}: {value!r:.80}"
     )
