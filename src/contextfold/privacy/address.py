@@ -33,18 +33,28 @@ def _register_hints(hints: Sequence[str]) -> None:
         _any_hint.cache_clear()
 
 
+_THROUGH_LAST_DIGIT = re.compile(r".*\d", re.DOTALL)
+
+
 @lru_cache(maxsize=4)
 def _any_hint(text: str) -> bool:
+    """Whether any hint occurs before the text's last digit: every match holds its hint
+    ahead of its house number, so the text after the last digit is not searched (the
+    search costs per character scanned; a chat message's digits are often early)."""
+    head = _THROUGH_LAST_DIGIT.match(text)
+    if head is None:
+        return False  # no digit, no house number
     if not _union:
         _union.append(literal_union(_ALL_HINTS))
-    return _union[0].search(text) is not None
+    return _union[0].search(text, 0, head.end()) is not None
 
 
 class StreetAddressDetector:
     """Finds ``ADDRESS`` spans with ``patterns``, run only on text holding one of ``hints``
-    (substrings every match must contain, such as the street-type words; none means always)
-    and a digit. ``trim(match)`` may return how many leading characters are not part of the
-    address (a sentence-opening word the pattern took for part of the street name)."""
+    (substrings every match must contain ahead of a digit, such as the street-type words
+    that come before the house number; none means always) and a digit. ``trim(match)``
+    may return how many leading characters are not part of the address (a sentence-opening
+    word the pattern took for part of the street name)."""
 
     kind = "ADDRESS"
 
