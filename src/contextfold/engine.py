@@ -83,10 +83,19 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+_CHECKED_IDS: dict[str, None] = {}  # session ids found valid (every call checks one)
+
+
 def _check_session_id(session_id: object) -> str:
+    if type(session_id) is str and session_id in _CHECKED_IDS:
+        return session_id
     if not isinstance(session_id, str) or not session_id.strip():
         raise ConfigError(f"session_id must be a non-empty string, got {session_id!r:.60}")
-    return check_text(session_id, "session_id", 256)
+    check_text(session_id, "session_id", 256)
+    if len(_CHECKED_IDS) >= 4096:
+        _CHECKED_IDS.clear()
+    _CHECKED_IDS[session_id] = None
+    return session_id
 
 
 async def _call_summarizer(summarizer: Summarizer, request: SummaryRequest) -> SummaryResult:
@@ -457,7 +466,8 @@ class AsyncMemory:
             isinstance(budget, bool) or not isinstance(budget, int) or budget < 1
         ):
             raise ConfigError(f"max_tokens must be a positive int, got {budget!r}")
-        snap = await (await self._ready()).snapshot(sid)
+        store = self.store if self._setup_done else await self._ready()
+        snap = await store.snapshot(sid)
         summary = snap.summary if snap else None
         return self._views.build(
             sid,
