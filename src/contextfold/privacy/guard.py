@@ -203,9 +203,9 @@ class PrivacyGuard:
                 replace(p, text=self.text(p.text, session_id)) if isinstance(p, TextPart) else p
                 for p in content
             )
-        calls = tuple(
-            replace(c, arguments=self._arguments(c, session_id)) for c in message.tool_calls
-        )
+        calls = message.tool_calls
+        if calls:
+            calls = tuple(replace(c, arguments=self._arguments(c, session_id)) for c in calls)
         if new_content == content and calls == message.tool_calls:
             return message
         return replace(message, content=new_content, tool_calls=calls)

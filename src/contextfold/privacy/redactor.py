@@ -249,13 +249,19 @@ class Redactor:
         text = _check(text)
         if scope is not None and not isinstance(scope, str):
             raise ValidationError(f"scope must be a string or None, got {scope!r:.80}")
+        # detection does not depend on the scope: most text has nothing to replace and
+        # leaves without touching the scope table (no lock, no vault read)
+        findings: list[Finding] | None = None if "<" in text else self.detect(text)
+        if findings == []:
+            return text
         with self._lock:
             state = self._scope(scope) if scope is not None else _Scope()
             for m in PLACEHOLDER.finditer(text) if "<" in text else ():
                 state.bump(m.group(1), int(m.group(2)))
             new: dict[str, str] = {}
             while True:
-                findings = self.detect(text)
+                if findings is None:
+                    findings = self.detect(text)
                 if not findings:
                     break
                 out: list[str] = []
@@ -266,6 +272,7 @@ class Redactor:
                     pos = f.end
                 out.append(text[pos:])
                 text = "".join(out)
+                findings = None
             if new and scope is not None and self._vault is not None:
                 self._vault.put(scope, new)
             return text
