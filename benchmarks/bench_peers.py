@@ -16,7 +16,11 @@ The peers are installed in a benchmark-only virtualenv, never as a dependency of
 package. ``python benchmarks/bench_peers.py`` creates ``benchmarks/.venv-peers`` on first
 use (``pip install "langchain>=1.0" langmem llama-index-core -e .``) and re-runs itself
 there. Options: ``--quick`` (fewer turns, for a smoke run), ``--budgets 2000,4000``,
-``--data PATH``, ``--no-write``. Writes ``benchmarks/results/peers.md``.
+``--data PATH``, ``--no-write``, ``--skip lm,li`` (systems left out: their rows of the
+previous report are kept, marked as such), ``--repeat N`` (every system runs N times per
+budget, in turn with the others, and its fastest run is reported: on a shared machine the
+load moves, and the other columns are the same in every run). Writes
+``benchmarks/results/peers.md``.
 
 Definitions (the same for every system):
 - context size: Σ over the context's messages of ceil(len(text) / 4) + 3;
@@ -339,6 +343,35 @@ def row(r: Run) -> str:
             f"{statistics.fmean(steady) / r.budget:.2f} | {r.us_per_turn():.0f} |")
 
 
+KEPT = "†"  # marks a row carried over from the previous report (the system was skipped)
+
+
+def previous_rows(path: Path) -> dict[int, dict[str, str]]:
+    """Per budget, system name → table row of the report at ``path`` (its first tables)."""
+    out: dict[int, dict[str, str]] = {}
+    if not path.exists():
+        return out
+    budget = None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("## Budget "):
+            budget = int(line.split()[2].replace(",", ""))
+        elif line.startswith("## "):
+            if out:
+                break  # the first run's tables only
+            budget = None
+        elif budget is not None and line.startswith("| ") and not line.startswith("| system"):
+            cells = line.split("|")
+            name = cells[1].strip().removesuffix(KEPT).strip()
+            cells[1] = f" {name} {KEPT} "
+            out.setdefault(budget, {})[name] = "|".join(cells)
+    return out
+
+
+def best_of(runs: list[Run]) -> Run:
+    """The fastest of repeated runs (everything but the time is the same in each)."""
+    return min(runs, key=lambda r: r.seconds)
+
+
 def main() -> None:
     ensure_peers()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -348,6 +381,8 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--skip", default="", help="e.g. li@100000,lm (system keys: lc lm "
                         "li cf-sync-mem cf-async-mem cf-sync-sqlite; @B: at that budget only)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="runs per system and budget, fastest reported")
     args = parser.parse_args()
     skip = {s for s in args.skip.split(",") if s}
     if not args.data.exists():
@@ -377,10 +412,12 @@ def main() -> None:
         "",
         f"Versions: langchain {langchain.__version__}, langmem "
         f"{_version('langmem')}, llama-index-core {llama_index.core.__version__}; "
-        f"Python {platform.python_version()}, {os.cpu_count()} CPUs. **The machine was "
-        "shared with other jobs while this ran (load average ~10 on 2 cores): µs/turn is "
-        "process CPU time (`time.process_time`, all threads), less sensitive to the load "
-        "than wall time but still noisy; compare within a budget, not across runs.**",
+        f"Python {platform.python_version()}, {os.cpu_count()} CPUs. **The machine may be "
+        "shared with other jobs (load average {LOAD}): µs/turn is process CPU time "
+        "(`time.process_time`, all threads), less sensitive to the load than wall time but "
+        "still noisy; compare within a budget, not across runs.**"
+        + (f" Each system ran {args.repeat} times per budget, in turn with the others; "
+           "the fastest run is reported." if args.repeat > 1 else ""),
         "",
         "Configurations: LangChain `SummarizationMiddleware(trigger=('tokens', B), "
         "keep=('tokens', B // 2))` (its default prompt and `trim_tokens_to_summarize`); "
@@ -393,22 +430,33 @@ def main() -> None:
         "template would add to it).",
         "",
     ]
+    kept = previous_rows(RESULTS)
+    loads = [os.getloadavg()[0]]
     results: dict[int, list[Run]] = {}
     for budget in budgets:
-        runs = []
-        for name, fn in systems:
-            if name in skip or f"{name}@{budget}" in skip:
-                continue
-            r = fn(budget)
-            runs.append(r)
+        chosen = [(n, fn) for n, fn in systems if n not in skip and f"{n}@{budget}" not in skip]
+        tries: dict[str, list[Run]] = {n: [] for n, _ in chosen}
+        for _ in range(max(1, args.repeat)):
+            for name, fn in chosen:  # in turn, so a load spike hits one try of each
+                tries[name].append(fn(budget))
+        runs = [best_of(tries[n]) for n, _ in chosen]
+        for r in runs:
             print(f"B={budget:>7,} {row(r)}", flush=True)
         results[budget] = runs
+        ran = {r.system for r in runs}
+        carried = [line for name, line in kept.get(budget, {}).items() if name not in ran]
         lines += [f"## Budget {budget:,} tokens", "",
                   "| system | summarizer calls | summarizer input ÷ folded | max context ÷ B "
                   "| mean context ÷ B | CPU µs / turn |",
-                  "|---|---:|---:|---:|---:|---:|", *map(row, runs), ""]
+                  "|---|---:|---:|---:|---:|---:|", *map(row, runs), *carried, ""]
+        if carried:
+            lines += ["† from the previous report (not re-run this time; its CPU time was "
+                      "taken under other load, compare it with care).", ""]
     lines += targets(results)
-    text = "\n".join(lines) + "\n"
+    loads.append(os.getloadavg()[0])
+    text = ("\n".join(lines) + "\n").replace(
+        "{LOAD}", " → ".join(f"{x:.1f}" for x in loads) + " at start → end of the run, on "
+        f"{os.cpu_count()} CPUs")
     print(text)
     if not args.no_write:
         RESULTS.write_text(text, encoding="utf-8")
