@@ -270,9 +270,9 @@ class TokenBudget:
             # re-reading the summary, but never more than planning with the cap would
             want, given = self.min_fold_input(stats), 0
             for m in live[:need]:
-                given += m.tokens - MESSAGE_OVERHEAD_TOKENS
+                given += max(0, m.tokens - MESSAGE_OVERHEAD_TOKENS)
             while need < len(live) and given < want and remaining > with_cap:
-                given += live[need].tokens - MESSAGE_OVERHEAD_TOKENS
+                given += max(0, live[need].tokens - MESSAGE_OVERHEAD_TOKENS)
                 remaining -= live[need].tokens
                 need += 1
         cut = _cut_at_least(cuts, need)
