@@ -13,11 +13,14 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 
-from .detectors import Finding, literal_union
+from .detectors import Finding, digit_runs, literal_union, run_followed_by
 
 __all__ = ["StreetAddressDetector"]
 
-_HAS_DIGIT = re.compile(r"\d").search
+# What follows the house number of an address written number first, which is a whole run
+# of digits ("221B Baker", "1600-2 …", "12 bis, rue …", "5, rue"): a letter, a "-unit",
+# bis/ter/quater, a comma, a space.
+_NUMBER_AFTER = re.compile(r"[A-Za-z]?(?:-\d|,?\s)|\s?(?:bis|ter|quater|[A-D])")
 
 # Every hint of every detector in one pattern: text holding none of them (most text) is
 # scanned once for all locales instead of once per locale.
@@ -33,28 +36,27 @@ def _register_hints(hints: Sequence[str]) -> None:
         _any_hint.cache_clear()
 
 
-_LAST_DIGIT = re.compile(r"\d\D*\Z").search  # O(n): each digit's \D* stops at the next
-
-
 @lru_cache(maxsize=4)
 def _any_hint(text: str) -> bool:
     """Whether any hint occurs before the text's last digit: every match holds its hint
     ahead of its house number, so the text after the last digit is not searched (the
     search costs per character scanned; a chat message's digits are often early)."""
-    last = _LAST_DIGIT(text)
-    if last is None:
+    runs = digit_runs(text)
+    if not runs:
         return False  # no digit, no house number
     if not _union:
         _union.append(literal_union(_ALL_HINTS))
-    return _union[0].search(text, 0, last.start()) is not None
+    return _union[0].search(text, 0, runs[-1][1] - 1) is not None  # up to the last digit
 
 
 class StreetAddressDetector:
     """Finds ``ADDRESS`` spans with ``patterns``, run only on text holding one of ``hints``
     (substrings every match must contain ahead of a digit, such as the street-type words
-    that come before the house number; none means always) and a digit. ``trim(match)``
-    may return how many leading characters are not part of the address (a sentence-opening
-    word the pattern took for part of the street name)."""
+    that come before the house number; none means always) and a digit. With
+    ``number_first`` every match opens with its house number, a whole run of digits
+    followed by a letter, a "-unit", bis/ter/quater, a comma or a space, and text without
+    one is skipped. ``trim(match)`` may return how many leading characters are not part of
+    the address (a sentence-opening word the pattern took for part of the street name)."""
 
     kind = "ADDRESS"
 
@@ -64,9 +66,11 @@ class StreetAddressDetector:
         patterns: Sequence[re.Pattern[str]],
         hints: Sequence[str],
         trim: Callable[[str], int] | None = None,
+        number_first: bool = False,
     ):
         self.name = name
         self.trim = trim
+        self.number_first = number_first
         self.patterns = tuple(patterns)
         self.hints = tuple(hints)
         self._hint = literal_union(self.hints).search if self.hints else None
@@ -74,9 +78,11 @@ class StreetAddressDetector:
             _register_hints(self.hints)
 
     def find(self, text: str) -> Iterator[Finding]:
-        if _HAS_DIGIT(text) is None:  # the cheaper test first: most text has no digit
+        if not digit_runs(text):  # the cheaper test first: most text has no digit
             return
         if self._hint is not None and (not _any_hint(text) or self._hint(text) is None):
+            return
+        if self.number_first and not run_followed_by(text, _NUMBER_AFTER):
             return
         for pattern in self.patterns:
             for m in pattern.finditer(text):

@@ -30,10 +30,12 @@ __all__ = [
     "Finding",
     "PatternDetector",
     "check_kind",
+    "digit_runs",
     "digit_windows",
     "digits_of",
     "literal_union",
     "longest_cluster",
+    "run_followed_by",
 ]
 
 _KIND = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*")
@@ -119,6 +121,34 @@ _ASCII_DIGITS = "0123456789"
 def _clusters(text: str) -> tuple[tuple[int, int, int], ...]:
     return tuple(
         (m.start(), m.end(), len(m.group().translate(_SEPARATORS))) for m in _CLUSTER.finditer(text)
+    )
+
+
+_DIGIT_RUN = re.compile(r"\d+")
+#: Past this many runs of digits a text is number-heavy: :func:`run_followed_by` says
+#: "maybe" instead of looking after each run.
+MAX_DIGIT_RUNS = 32
+
+
+@lru_cache(maxsize=4)
+def digit_runs(text: str) -> tuple[tuple[int, int], ...]:
+    """``(start, end)`` of every run of digits in ``text``, in order: one scan, cached, for
+    the tests of every number-shaped detector on the same text (is there a digit, where
+    is the last one, what follows a run)."""
+    return tuple(m.span() for m in _DIGIT_RUN.finditer(text))
+
+
+def run_followed_by(text: str, after: re.Pattern[str], min_digits: int = 1) -> bool:
+    """Whether a run of at least ``min_digits`` digits is followed by what ``after``
+    matches right there: a cheap necessary condition for a pattern whose number must be
+    a whole run of digits (a house number, an IPv4 quad's first part). True for
+    number-heavy text (see :data:`MAX_DIGIT_RUNS`), where checking each run would cost
+    more than the pattern's own scan."""
+    runs = digit_runs(text)
+    if len(runs) > MAX_DIGIT_RUNS:
+        return True
+    return any(
+        end - start >= min_digits and after.match(text, end) is not None for start, end in runs
     )
 
 

@@ -6,7 +6,7 @@ import ipaddress
 import re
 from collections.abc import Iterator
 
-from .detectors import Finding
+from .detectors import Finding, run_followed_by
 
 __all__ = ["IPDetector"]
 
@@ -18,6 +18,7 @@ _IPV6 = re.compile(
     r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{1,4}|(?:\d{1,3}\.){3}\d{1,3}|:)?"
     r"(?:%[0-9A-Za-z]+)?(?![\w:])"
 )
+_DOT_DIGIT = re.compile(r"\.\d")
 _IPV6_HINT = re.compile(r"[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{0,4}:").search
 _VERSION_CUE = re.compile(
     r"(?i)\b(?:version|ver\.|release|build|firmware|fw|patch|update|upgrade to)\s*$"
@@ -29,7 +30,9 @@ class IPDetector:
     "version"/"build"/"release" is a version number, not an address."""
 
     def find(self, text: str) -> Iterator[Finding]:
-        for m in _IPV4.finditer(text) if text.count(".") >= 3 else ():  # a quad has three
+        # a quad has three dots, and its first part is a whole run of digits before one
+        has_v4 = text.count(".") >= 3 and run_followed_by(text, _DOT_DIGIT)
+        for m in _IPV4.finditer(text) if has_v4 else ():
             try:
                 ipaddress.IPv4Address(m.group())
             except ValueError:

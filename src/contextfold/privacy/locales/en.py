@@ -67,6 +67,6 @@ LOCALE = Locale(
     ),
     phone_shapes=(_NANP, TRUNK_ZERO, BARE_AFTER_CUE),
     # "221B Baker Street", "1600 Pennsylvania Avenue NW", "350 5th Ave, Suite 3300".
-    addresses=(StreetAddressDetector("en", [_ADDRESS], hints=()),),
+    addresses=(StreetAddressDetector("en", [_ADDRESS], hints=(), number_first=True),),
     description="US SSN, UK NINO; US and UK phone formats; English street addresses",
 )

@@ -59,7 +59,7 @@ LOCALE = Locale(
     phone_shapes=(TRUNK_ZERO, _FR_BARE_MOBILE, BARE_AFTER_CUE),
     addresses=(
         # The pattern opens on the house number, which is fast to scan for: no hints.
-        StreetAddressDetector("fr", [_FR_ADDRESS], hints=()),
+        StreetAddressDetector("fr", [_FR_ADDRESS], hints=(), number_first=True),
     ),
     description="NIR with key; French phones; numéro (bis/ter) rue/avenue/boulevard/place",
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from ..detectors import run_followed_by
 from ..identity import NationalIdDetector, stdnum_check
 from . import Locale
 from .common import TRUNK_ZERO
@@ -19,10 +20,14 @@ _CF = re.compile(
 )
 
 
-# Birth year and month letter ("85T"): digits are rare in text, so this finds the few
-# places worth the full pattern. (Omocodia reaches the year digits only after six
-# collisions of everything else.)
-_CF_HINT = re.compile(r"\d\d[A-EHLMPR-Ta-ehlmpr-t]").search
+# Birth year and month letter ("85T"): two digits ending a run, a month letter after them.
+# Digits are rare in text, so this finds the few places worth the full pattern. (Omocodia
+# reaches the year digits only after six collisions of everything else.)
+_MONTH = re.compile(r"[A-EHLMPR-Ta-ehlmpr-t]")
+
+
+def _cf_hint(text: str) -> bool:
+    return run_followed_by(text, _MONTH, min_digits=2)
 
 
 _codicefiscale_valid = stdnum_check("it.codicefiscale")
@@ -35,7 +40,7 @@ def _cf_valid(compact: str) -> bool:
 LOCALE = Locale(
     name="it",
     phone_regions=("IT",),
-    national_ids=(NationalIdDetector("IT_FISCAL_CODE", _CF, _cf_valid, hint=_CF_HINT),),
+    national_ids=(NationalIdDetector("IT_FISCAL_CODE", _CF, _cf_valid, hint=_cf_hint),),
     phone_shapes=(TRUNK_ZERO,),
     description="codice fiscale; Italian landlines (mobiles need the phonenumbers extra)",
 )

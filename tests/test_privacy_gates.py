@@ -1,0 +1,85 @@
+"""The cheap tests that let detectors skip text (issue 14) never skip a finding.
+
+Each gate is a necessary condition: whenever it says "no", the pattern or detector it
+guards finds nothing in that text. Checked on generated text built from the pieces the
+patterns look for (digit runs, separators, street words, month letters), so the gates are
+exercised at their edges, and on the labelled corpora.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from contextfold.privacy import Redactor
+from contextfold.privacy.address import _NUMBER_AFTER, StreetAddressDetector, _any_hint
+from contextfold.privacy.detectors import longest_cluster, run_followed_by
+from contextfold.privacy.locales.en import _ADDRESS
+from contextfold.privacy.locales.fr import _FR_ADDRESS
+from contextfold.privacy.locales.it import _cf_hint
+from contextfold.privacy.network import _DOT_DIGIT, _IPV4
+
+from .pii_scoring import LOCALE_CORPUS, load
+
+PIECES = [
+    "0", "1", "12", "221", "4111", "85", "2024", "192", "10", "7",
+    " ", "  ", "\n", "\t", ".", ",", "-", "/", ":", "(", ")", "+", "[", "]", "#",
+    "B", "A", "T", "a", "x", "é", "ß", "ı", "İ", "٣",
+    "bis", "ter", " Street", " Baker Street", " St", " Ave", " Main", "rue ", " rue de la Paix",
+    "Calle Mayor", "Hauptstraße ", "Goethestr. ", "Am Markt ", "Atatürk Caddesi No:",
+    "ул. Ленина, д. ", "Plaza ", " Apt ", "RSSMRA", "T10A562S", "IP ", "version ",
+]
+texts = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
+REDACTOR = Redactor()
+
+
+def check_gates(text: str) -> None:
+    if not run_followed_by(text, _NUMBER_AFTER):  # number-first addresses (en, fr)
+        assert _ADDRESS.search(text) is None
+        assert _FR_ADDRESS.search(text) is None
+    if text.count(".") < 3 or not run_followed_by(text, _DOT_DIGIT):  # IPv4
+        assert _IPV4.search(text) is None
+    # the codice fiscale hint is exactly its former regex
+    assert _cf_hint(text) == (re.search(r"\d\d[A-EHLMPR-Ta-ehlmpr-t]", text) is not None)
+    for det in REDACTOR._detectors:
+        needs = getattr(det, "needs_digits", 0)
+        if needs and longest_cluster(text) < needs:
+            assert list(det.find(text)) == [], det
+        if isinstance(det, StreetAddressDetector) and det.hints and not _any_hint(text):
+            assert all(p.search(text) is None for p in det.patterns), det
+
+
+@settings(max_examples=800, suppress_health_check=[HealthCheck.too_slow])
+@given(texts)
+def test_gates_say_no_only_where_nothing_is_found(text: str) -> None:
+    check_gates(text)
+
+
+def test_gates_on_every_way_to_write_a_leading_number() -> None:
+    """Every combination of what may precede, make up and follow a house number or a
+    dotted quad, before a street: the gates let each match through."""
+    for parts in itertools.product(
+        ["", "[", "x", "("],
+        ["12", "1234567", "٣"],
+        ["", "B"],
+        ["", "-2", ".5", ".1.2.3", "bis", " bis", " ter", " A"],
+        ["", ","],
+        ["", " ", "\n"],
+        ["Main St", "N Main Street", "rue de la Paix", "avenue Foch"],
+    ):
+        check_gates("".join(parts))
+
+
+def test_skipping_by_needs_digits_changes_no_finding() -> None:
+    """The Redactor skips a detector on text without the digit cluster it declared it
+    needs: on the labelled corpus and the generated pieces, detection is the same as with
+    every detector called."""
+    ungated = Redactor()
+    ungated._needs = tuple(0 for _ in ungated._needs)
+    corpus = [row["text"] for row in load(LOCALE_CORPUS)]
+    pieces = ["".join(PIECES[i % len(PIECES)] for i in range(k, k + 30)) for k in range(60)]
+    for text in corpus + pieces:
+        assert REDACTOR.detect(text) == ungated.detect(text), text
