@@ -21,6 +21,8 @@ from contextfold.privacy.locales.en import _ADDRESS
 from contextfold.privacy.locales.fr import _FR_ADDRESS
 from contextfold.privacy.locales.it import _cf_hint
 from contextfold.privacy.network import _DOT_DIGIT, _IPV4
+from contextfold.privacy.secret import _SECRET_HINTS
+from contextfold.privacy.secret import _any_hint as secret_hint
 
 from .pii_scoring import LOCALE_CORPUS, load
 
@@ -83,3 +85,9 @@ def test_skipping_by_needs_digits_changes_no_finding() -> None:
     pieces = ["".join(PIECES[i % len(PIECES)] for i in range(k, k + 30)) for k in range(60)]
     for text in corpus + pieces:
         assert REDACTOR.detect(text) == ungated.detect(text), text
+
+
+def test_the_secret_prefilter_lets_every_hint_through() -> None:
+    for hints in _SECRET_HINTS:
+        for hint in hints:
+            assert secret_hint(f"see {hint}ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefgh."), hint
