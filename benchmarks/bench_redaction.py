@@ -12,7 +12,10 @@ Throughput: UTF-8 bytes of input per second, four inputs of ~1 MB each from a fi
 * ``typical``: the same prose with one English corpus sentence holding personal data every
   ~10 sentences;
 * ``typical-intl``: the same, drawing the personal-data sentences from both corpora;
-* ``dense``: only the corpora's PII-bearing sentences.
+* ``dense``: only the corpora's PII-bearing sentences;
+* ``chat``: real chat turns, one message each (the LoCoMo dev conversations in
+  ``../shared/data/locomo/`` beside the checkout, as the peers benchmark plays them, with
+  their ``[n]`` turn number; left out when the data set is not there).
 
 Each is redacted in chat-message-sized pieces (~400 characters) and as one document, with
 the English-only ``Redactor(locales=["en"])`` (the detectors the library had before locales)
@@ -87,7 +90,31 @@ def build_inputs(size: int, seed: int = 11) -> dict[str, str]:
     }
 
 
+LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
+CHAT_SEPARATOR = "\x1e"  # joins the chat turns; no turn holds it
+
+
+def chat_input(size: int) -> str | None:
+    """~``size`` characters of LoCoMo turns joined by :data:`CHAT_SEPARATOR`, or None."""
+    if not LOCOMO.exists():
+        return None
+    turns: list[str] = []
+    n = 0
+    for sample in json.loads(LOCOMO.read_text(encoding="utf-8")):
+        conv = sample["conversation"]
+        i = 1
+        while f"session_{i}" in conv and n < size:
+            for turn in conv[f"session_{i}"]:
+                text = f"[{len(turns)}] {turn['speaker']}: {turn['text']}"
+                turns.append(text)
+                n += len(text) + 1
+            i += 1
+    return CHAT_SEPARATOR.join(turns)
+
+
 def chunks(text: str, size: int = 400) -> list[str]:
+    if CHAT_SEPARATOR in text:
+        return text.split(CHAT_SEPARATOR)  # chat: one piece per turn
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
@@ -156,6 +183,9 @@ def main() -> None:
     parser.add_argument("--cpu", action="store_true", help="time process CPU, not wall time")
     args = parser.parse_args()
     inputs = build_inputs(100_000 if args.quick else 1_000_000)
+    chat = chat_input(100_000 if args.quick else 1_000_000)
+    if chat is not None:
+        inputs["chat"] = chat
 
     configs: list[tuple[str, Redactor, bool]] = [
         ('Redactor(locales=["en"]), per message', Redactor(locales=["en"]), False),
@@ -205,7 +235,8 @@ def main() -> None:
             "",
             "## Throughput",
             "",
-            f"Inputs: {sizes}; messages of 400 characters; best of {args.repeat}, {clock}.",
+            f"Inputs: {sizes}; messages of 400 characters (chat: one turn each); best of "
+            f"{args.repeat}, {clock}.",
             f"Python {platform.python_version()} on {platform.machine()} ({platform.system()}).",
             "",
             *lines,

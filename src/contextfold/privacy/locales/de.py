@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from ..address import StreetAddressDetector
 from ..identity import NationalIdDetector, stdnum_check
@@ -29,6 +30,7 @@ _ID_CARD_CUE = re.compile(r"(?i)(?:ausweis|perso\b|id-karte|idkarte)")
 
 
 # Case-sensitive literals: a cheap test before the case-insensitive cue search.
+@lru_cache(maxsize=4)  # both Ausweis detectors ask about the same text
 def _id_card_hint(text: str) -> bool:
     return (
         "usweis" in text
