@@ -22,6 +22,11 @@ __all__ = ["StreetAddressDetector"]
 # bis/ter/quater, a comma, a space.
 _NUMBER_AFTER = re.compile(r"[A-Za-z]?(?:-\d|,?\s)|\s?(?:bis|ter|quater|[A-D])")
 
+@lru_cache(maxsize=4)  # asked by every number-first detector about the same text
+def _number_first(text: str) -> bool:
+    return run_followed_by(text, _NUMBER_AFTER)
+
+
 # Every hint of every detector in one pattern: text holding none of them (most text) is
 # scanned once for all locales instead of once per locale.
 _ALL_HINTS: dict[str, None] = {}
@@ -82,7 +87,7 @@ class StreetAddressDetector:
             return
         if self._hint is not None and (not _any_hint(text) or self._hint(text) is None):
             return
-        if self.number_first and not run_followed_by(text, _NUMBER_AFTER):
+        if self.number_first and not _number_first(text):
             return
         for pattern in self.patterns:
             for m in pattern.finditer(text):

@@ -135,7 +135,7 @@ def digit_runs(text: str) -> tuple[tuple[int, int], ...]:
     """``(start, end)`` of every run of digits in ``text``, in order: one scan, cached, for
     the tests of every number-shaped detector on the same text (is there a digit, where
     is the last one, what follows a run)."""
-    return tuple(m.span() for m in _DIGIT_RUN.finditer(text))
+    return tuple([m.span() for m in _DIGIT_RUN.finditer(text)])
 
 
 def run_followed_by(text: str, after: re.Pattern[str], min_digits: int = 1) -> bool:
@@ -147,9 +147,10 @@ def run_followed_by(text: str, after: re.Pattern[str], min_digits: int = 1) -> b
     runs = digit_runs(text)
     if len(runs) > MAX_DIGIT_RUNS:
         return True
-    return any(
-        end - start >= min_digits and after.match(text, end) is not None for start, end in runs
-    )
+    for start, end in runs:
+        if end - start >= min_digits and after.match(text, end) is not None:
+            return True
+    return False
 
 
 @lru_cache(maxsize=4)

@@ -174,6 +174,7 @@ class Redactor:
             chosen.append(det)
         self._detectors: tuple[Detector, ...] = tuple(chosen)
         self._needs: tuple[int, ...] = tuple(_needs_digits(d) for d in chosen)
+        self._finds = tuple(d.find for d in chosen)  # bound once, called for every text
         self._vault = vault
         self._key = key if key is not None else os.urandom(32)
         self._max_scopes = max_scopes
@@ -208,16 +209,16 @@ class Redactor:
                 pos = end
             parts.append(text[pos:])
             masked = "".join(parts)
-        held_starts = [s for s, _ in held]
+        held_starts = [s for s, _ in held] if held else held
         found: list[tuple[int, int, Finding]] = []
         longest = -1  # digits in the largest digit cluster, once a detector asks
-        for rank, (det, needs) in enumerate(zip(self._detectors, self._needs, strict=True)):
+        for rank, (find, needs) in enumerate(zip(self._finds, self._needs, strict=True)):
             if needs:
                 if longest < 0:
                     longest = longest_cluster(masked)
                 if longest < needs:
                     continue  # it declared it cannot match here (Detector.needs_digits)
-            for f in det.find(masked):
+            for f in find(masked):
                 if not 0 <= f.start < f.end <= len(text):
                     continue
                 if held:
