@@ -11,13 +11,8 @@ from hypothesis import strategies as st
 
 from contextfold import Message, ToolCall
 from contextfold.messages import StoredMessage
-from contextfold.summarizers.agent_state import (
-    agent_lines,
-    call_signature,
-    is_failure,
-    key_facts,
-    observation_line,
-)
+from contextfold.summarizers.agent_records import agent_lines, observation_line
+from contextfold.summarizers.agent_state import call_signature, is_failure, key_facts
 from contextfold.summarizers.extractive import ExtractiveSummarizer
 from contextfold.summarizers.facts import parse_summary
 from contextfold.tokens import get_counter

@@ -133,7 +133,7 @@ def test_elided_tool_result_marker_names_its_key_facts() -> None:
             Message(role="tool", tool_call_id="c1", content=body)]
     ctx = build_context(counter=COUNTER, live=stored(msgs), summary_text=None, budget=700)
     check(ctx)
-    assert "its key facts: rows.order_id: ORD-00000" in ctx.messages[-1].text
+    assert "its key facts: order_id: ORD-00000" in ctx.messages[-1].text
 
 
 def test_system_prompt_over_budget_is_still_a_config_error() -> None:

@@ -38,7 +38,7 @@ from .errors import ConfigError, ValidationError
 from .masking import Masking, mask_call, stand_in
 from .messages import Message, StoredMessage, ToolCall
 from .policy import FoldPlan, SessionStats
-from .summarizers.agent_state import DEFAULT_FACT_CHARS, facts_and_failure
+from .summarizers.agent_state import DEFAULT_FACT_CHARS, ValueFacts, extract, render
 from .tokens import REPLY_PRIMING_TOKENS, TokenCounter, count_message
 
 __all__ = [
@@ -69,6 +69,9 @@ def render_summary(text: str) -> Message:
 
 
 _BRIDGE = Message(role="user", content=BRIDGE_TEXT)
+#: When the newest part must be cut down, the summary stays if it leaves the newest part
+#: at least this share of the room (system prompt and tools aside).
+_MIN_NEWEST_SHARE = 0.25
 
 
 def summary_overhead(counter: TokenCounter) -> int:
@@ -160,8 +163,9 @@ class LiveView:
         self.masking = masking
         #: seq -> (source message, shown message, its tokens): survives rebuilds
         self._forms: dict[int, tuple[Message, Message, int]] = {}
-        #: seq -> (source, (key facts, failed)): for stand-ins and elision markers
-        self._notes: dict[int, tuple[Message, tuple[list[str], bool]]] = {}
+        #: seq -> (source, its values): for stand-ins and elision markers
+        self._notes: dict[int, tuple[Message, ValueFacts]] = {}
+        self._note_texts: dict[tuple[int, int], tuple[Message, str]] = {}
         self._cut_texts: dict[tuple[int, int, int], str] = {}  # elided texts, by share
         self._system: tuple[str, Message, int] | None = None
         self._reset()
@@ -293,18 +297,33 @@ class LiveView:
     def _body(self, a: int, b: int) -> list[Message]:
         return self._shown[a:b] + self._orig[b:] if a < b else self._orig[a:]
 
-    def _facts(self, item: StoredMessage) -> tuple[list[str], bool]:
-        """A tool result's key facts and failure flag, made once per message (shared by
-        its stand-in and its elision marker)."""
+    def _values(self, item: StoredMessage) -> ValueFacts:
+        """A tool result's values (:func:`extract`), made once per message and only when
+        needed (a stand-in or an elision marker), shared by both."""
         hit = self._notes.get(item.seq)
         if hit is None or hit[0] is not item.message:
-            chars = self.masking.fact_chars if self.masking is not None else DEFAULT_FACT_CHARS
-            hit = self._notes[item.seq] = (item.message, facts_and_failure(item.text, chars))
+            hit = self._notes[item.seq] = (item.message, extract(item.text))
         return hit[1]
 
-    def _note(self, item: StoredMessage) -> str:
-        """Key facts of a tool result, for the marker when it is elided."""
-        return "; ".join(self._facts(item)[0]) if item.role == "tool" else ""
+    def _facts(self, item: StoredMessage) -> tuple[list[str], bool]:
+        """A tool result's key facts for its stand-in, and its failure flag."""
+        chars = self.masking.fact_chars if self.masking is not None else DEFAULT_FACT_CHARS
+        values = self._values(item)
+        return render(values.ranked(), chars)[0], values.failed
+
+    def _note(self, item: StoredMessage, chars: int) -> str:
+        """Key facts of a tool result within ``chars``, for its marker when it is elided
+        (made once per message and size)."""
+        if item.role != "tool":
+            return ""
+        key = (item.seq, chars)
+        hit = self._note_texts.get(key)
+        if hit is None or hit[0] is not item.message:
+            text = "; ".join(render(self._values(item).ranked(), chars)[0])
+            if len(self._note_texts) > 256:
+                self._note_texts.clear()
+            hit = self._note_texts[key] = (item.message, text)
+        return hit[1]
 
     # -- assembling --------------------------------------------------------------------------
 
@@ -410,12 +429,15 @@ class LiveView:
             return done(0, False, [], 0)
 
         # Over budget: keep the newest whole groups that fit (never fewer than the newest
-        # tool result's group and everything after it), the summary if it still fits.
+        # tool result's group and everything after it), with the summary if it still fits;
+        # else the summary with the newest part cut down (the summary is all the memory of
+        # earlier turns, worth more than the middle of a huge result); only then without it.
         last_start = self._group[n - 1]
         required = last_start
         if self._last_tool >= 0:
             required = min(required, self._group[self._last_tool])
         hi = bisect_right(self._cuts, last_start)
+        room_bare = budget - used
         options = (True, False) if has_summary else (False,)
         for with_summary in options:
             room = budget - used - (summary_tokens if with_summary else 0)
@@ -428,35 +450,41 @@ class LiveView:
                 if tokens + (bridge_tokens if bridged(a) else 0) > room:
                     continue  # the bridge did not fit: try again leaving room for it
                 return done(a, with_summary, self._body(a, b), tokens)
-
-        # Not even that fits: cut the largest texts in it (head + tail), in the view.
-        room_bare = budget - used
-        for a, with_summary in [(a, w) for a in dict.fromkeys((required, last_start))
-                                for w in options]:
-            room = budget - used - (summary_tokens if with_summary else 0)
-            if with_summary and room < room_bare // 2:
+            if with_summary and room < room_bare * _MIN_NEWEST_SHARE:
                 continue  # keeping the summary would leave the newest messages too little
-            body = self._body(a, b)
-            sizes = [
-                (self._view[i + 1] - self._view[i]) if i < b else items[i].tokens
-                for i in range(a, n)
-            ]
-            fit = elide(
-                counter,
-                body,
-                [m.seq for m in items[a:]],
-                sizes,
-                room - (bridge_tokens if bridged(a) else 0),
-                notes=lambda i, a=a: self._note(items[a + i]),  # type: ignore[misc]
-                cache=self._cut_texts,
-            )
+            # Not even that fits: cut the largest texts in it (head + tail), in the view.
+            fit = self._elided(required, b, room - (bridge_tokens if bridged(required) else 0))
             if fit is not None:
-                return done(a, with_summary, fit[0], fit[2], fit[1])
+                return done(required, with_summary, fit[0], fit[2], fit[1])
+        if last_start > required:  # last resort: the newest group alone, cut down
+            for with_summary in options:
+                room = budget - used - (summary_tokens if with_summary else 0)
+                fit = self._elided(last_start, b,
+                                   room - (bridge_tokens if bridged(last_start) else 0))
+                if fit is not None:
+                    return done(last_start, with_summary, fit[0], fit[2], fit[1])
         newest = items[-1]
         raise ValidationError(
             f"the newest message (seq {newest.seq}, {newest.tokens} tokens) cannot be shown "
             f"within the budget of {budget} tokens even cut down: its framing and tool calls "
             "alone are too large; raise max_tokens"
+        )
+
+    def _elided(self, a: int, b: int, room: int) -> tuple[list[Message], list[int], int] | None:
+        """The messages from ``a`` on cut down (head + tail) to fit ``room``, or None."""
+        items = self.items
+        sizes = [
+            (self._view[i + 1] - self._view[i]) if i < b else items[i].tokens
+            for i in range(a, len(items))
+        ]
+        return elide(
+            self.counter,
+            self._body(a, b),
+            [m.seq for m in items[a:]],
+            sizes,
+            room,
+            notes=lambda i, chars: self._note(items[a + i], chars),
+            cache=self._cut_texts,
         )
 
     def masked_live(self) -> list[StoredMessage]:

@@ -26,6 +26,8 @@ ELISION_MARK = (
     "\n[… {tokens} tokens elided by contextfold to fit the token budget; "
     "the whole message is stored as seq {seq}{notes} …]\n"
 )
+#: Room for a marker's key facts, in characters, tried in turn until the cut fits.
+NOTE_CHARS = (320, 160, 80)
 _HEAD = 2 / 3  # of the kept characters, the share that goes to the head
 _STEP = 32  # shares are rounded down to a multiple of this many tokens (cache hits)
 
@@ -135,13 +137,14 @@ def elide(
     seqs: Sequence[int],
     tokens: Sequence[int],
     room: int,
-    notes: Callable[[int], str] | None = None,
+    notes: Callable[[int, int], str] | None = None,
     cache: dict[tuple[int, int, int], str] | None = None,
 ) -> tuple[list[Message], list[int], int] | None:
     """``messages`` (stored as ``seqs``, costing ``tokens``) cut to fit ``room`` tokens in
     total, or None when even the framing and markers do not fit. Returns the messages,
-    the indices of those that were cut, and their total tokens. ``notes(i)`` may give a
-    line of key facts for message ``i``'s marker (what the cut-out middle held); ``cache``
+    the indices of those that were cut, and their total tokens. ``notes(i, chars)`` may give a
+    line of key facts for message ``i``'s marker (what the cut-out middle held) within
+    ``chars`` characters, tried at :data:`NOTE_CHARS` from the most room down; ``cache``
     keeps cut texts by (seq, unit, share) between calls. Arguments of a cut call become a
     JSON object ``{"elided_by_contextfold": "head … tail"}`` (still valid JSON)."""
     total = sum(tokens)
@@ -151,9 +154,11 @@ def elide(
     if not units:
         return None
     if notes is not None:  # key facts in the markers when there is room for them
-        fit = _elide(counter, messages, seqs, tokens, room, units, notes, cache)
-        if fit is not None:
-            return fit
+        for chars in NOTE_CHARS:
+            fit = _elide(counter, messages, seqs, tokens, room, units,
+                         lambda i, c=chars: notes(i, c), cache)  # type: ignore[misc]
+            if fit is not None:
+                return fit
     return _elide(counter, messages, seqs, tokens, room, units, None, cache)
 
 
@@ -186,7 +191,8 @@ def _elide(
                 continue
             is_args = u.call >= 0
             seq = seqs[u.index]
-            key = (seq, u.call if note or u.call >= 0 else -2, cap)
+            # the cut depends on the unit, its share and its marker's notes (by their size)
+            key = (seq, u.call if u.call >= 0 else -2 - len(note), cap)
             short = cache.get(key) if cache is not None else None
             if short is None:
 
