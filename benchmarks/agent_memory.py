@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))  # this checkout, also from the peers virtualenv
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from agent_traces import synthetic_traces  # noqa: E402
+from agent_traces import heldout_traces, synthetic_traces  # noqa: E402
 
 from contextfold import Masking, Memory, Message, TokenBudget, ToolCall  # noqa: E402
 from contextfold.policy import safe_cuts  # noqa: E402
@@ -250,6 +250,7 @@ class Tally:
     ids_hit: int = 0
     ids_all: int = 0
     errors: list[str] = field(default_factory=list)
+    per_conv: list[tuple[int, int]] = field(default_factory=list)  # (hits, values) each
 
     def row(self) -> list[str]:
         rec = 100 * self.recall_hit / max(1, self.recall_all)
@@ -261,6 +262,11 @@ class Tally:
     def recall(self) -> float:
         return 100 * self.recall_hit / max(1, self.recall_all)
 
+    def recall_of(self, indices: Iterable[int]) -> float:
+        """Call-argument recall over the conversations at ``indices`` only."""
+        chosen = [self.per_conv[i] for i in indices]
+        return 100 * sum(h for h, _ in chosen) / max(1, sum(n for _, n in chosen))
+
 
 def replay(system: System, conversations: list[list[dict[str, Any]]], budget: int) -> Tally:
     tally = Tally()
@@ -269,6 +275,7 @@ def replay(system: System, conversations: list[list[dict[str, Any]]], budget: in
         msgs = [Message.from_openai(m) for m in conv if m["role"] != "system"]
         system.start(budget)
         folds_before = system.folds
+        hits_before, all_before = tally.recall_hit, tally.recall_all
         # rules the recorded conversation itself breaks (tau-bench reuses call ids) are the
         # data's, not the memory's: only other violations count
         own = {v.rule for v in check_provider_rules(msgs)}
@@ -308,6 +315,7 @@ def replay(system: System, conversations: list[list[dict[str, Any]]], budget: in
         tally.ids_all += len(ids)
         tally.ids_hit += sum(1 for t in ids if t in last)
         tally.folds += system.folds - folds_before
+        tally.per_conv.append((tally.recall_hit - hits_before, tally.recall_all - all_before))
     return tally
 
 
@@ -345,9 +353,13 @@ def table(head: list[str], rows: list[list[str]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--synthetic", type=int, default=12, help="synthetic traces (12)")
+    parser.add_argument("--heldout", type=int, default=8,
+                        help="held-out synthetic traces of other shapes (8)")
     parser.add_argument("--tau-limit", type=int, default=None, help="first N tau conversations")
     parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
     parser.add_argument("--cost-messages", type=int, default=1500)
+    parser.add_argument("--no-cost", action="store_true", help="skip the per-turn cost")
+    parser.add_argument("--systems", default="", help="only these systems (comma-separated)")
     parser.add_argument("--report", default=str(ROOT / "benchmarks/results/agent_memory.md"))
     args = parser.parse_args(argv)
     budgets = [int(b) for b in args.budgets.split(",")]
@@ -358,17 +370,30 @@ def main(argv: list[str] | None = None) -> int:
         systems.append(LangChainPeer())
     except ImportError as exc:
         print(f"(LangChain not importable here, its rows are skipped: {exc})")
-    datasets: list[tuple[str, list[list[dict[str, Any]]]]] = []
+    if args.systems:
+        systems = [s for s in systems if s.name in args.systems.split(",")]
+    # (label, conversations, halves: name -> conversation indices)
+    datasets: list[tuple[str, list[list[dict[str, Any]]], dict[str, list[int]]]] = []
     tau = tau_path()
     if tau is not None:
-        convs = [item["traj"] for item in json.loads(tau.read_text())]
-        datasets.append((f"tau-bench airline dev ({len(convs[:args.tau_limit])} conversations)",
-                         convs[: args.tau_limit]))
+        items = json.loads(tau.read_text())[: args.tau_limit]
+        # split by task (a task's 4 trials share its ids): rules were tuned on even task ids
+        halves = {
+            "tuning half (even task ids)":
+                [i for i, x in enumerate(items) if int(x["task_id"]) % 2 == 0],
+            "held-out half (odd task ids)":
+                [i for i, x in enumerate(items) if int(x["task_id"]) % 2 == 1],
+        }
+        datasets.append((f"tau-bench airline dev ({len(items)} conversations)",
+                         [x["traj"] for x in items], halves))
     else:
         print("(tau-bench data not found; set CONTEXTFOLD_TAU)")
     if args.synthetic:
-        datasets.append((f"synthetic agent traces ({args.synthetic})",
-                         synthetic_traces(args.synthetic)))
+        datasets.append((f"synthetic agent traces ({args.synthetic}, coding and search agents)",
+                         synthetic_traces(args.synthetic), {}))
+    if args.heldout:
+        datasets.append((f"held-out synthetic traces ({args.heldout}, on-call and data agents, "
+                         "never tuned on)", heldout_traces(args.heldout), {}))
 
     head = ["budget", "system", "contexts", "exceptions", "over budget", "rule violations",
             "newest result not visible", "folds", "call-arg recall", "ids in final context"]
@@ -376,27 +401,41 @@ def main(argv: list[str] | None = None) -> int:
               "Machine shared with other jobs (2 cores); timings are noisy, ratios in one run "
               "are what counts.", ""]
     recall: dict[tuple[str, str, int], float] = {}
-    for label, convs in datasets:
+    for label, convs, halves in datasets:
         rows = []
+        split: dict[tuple[str, str, int], float] = {}
         for budget in budgets:
             for system in systems:
                 started = time.perf_counter()
                 t = replay(system, convs, budget)
                 recall[(label, system.name, budget)] = t.recall
+                for half, indices in halves.items():
+                    split[(half, system.name, budget)] = t.recall_of(indices)
                 rows.append([f"{budget:,}", system.name, *t.row()])
                 print(f"  {label[:20]} {budget} {system.name}: {t.row()} "
                       f"({time.perf_counter() - started:.1f}s)", flush=True)
                 if t.errors:
                     print("    e.g.", t.errors[0])
         block = f"## {label}\n\n" + table(head, rows)
+        if halves:
+            half_rows = [[half, name, *(f"{split[(half, name, b)]:.1f}%" for b in budgets)]
+                         for name in [s.name for s in systems] for half in halves]
+            block += ("\n\nCall-argument recall on each half of the split by task "
+                      f"({', '.join(f'{h}: {len(ix)} conversations' for h, ix in halves.items())})"
+                      ":\n\n" + table(["half", "system", *(f"{b:,}" for b in budgets)],
+                                       half_rows))
         print("\n" + block + "\n")
         report += [block, ""]
+        if not any(s.name == "contextfold agent" for s in systems):
+            continue
         got = {b: recall[(label, "contextfold agent", b)] for b in budgets}
         tgt = [f"{b:,}: {got[b]:.1f}% (target {TARGETS.get(b, 0)}%, "
                f"{'met' if got[b] >= TARGETS.get(b, 0) else 'missed'})" for b in budgets]
         line = "Call-argument recall of `contextfold agent` vs target — " + "; ".join(tgt)
         print(line + "\n")
         report += [line, ""]
+    if args.no_cost:
+        return 0
 
     # per-turn cost of masking: one long agent session, add + context every message
     long_run: list[Message] = []

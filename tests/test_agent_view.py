@@ -102,6 +102,28 @@ def test_newest_tool_result_stays_visible_when_chat_follows_it() -> None:
     assert ctx.messages[-1].role == "user"
 
 
+def test_long_chat_after_the_newest_result_keeps_it_visible_and_the_newest_turns() -> None:
+    msgs = [Message(role="user", content="check order ORD-77"),
+            Message(role="assistant", tool_calls=(call("c1", "get_order", '{"id": "ORD-77"}'),)),
+            Message(role="tool", tool_call_id="c1",
+                    content=json.dumps({"order_id": "ORD-77", "status": "shipped",
+                                        "lines": [f"SKU-{i:04d}" for i in range(60)]}))]
+    for i in range(30):  # a long chat after the result: it cannot all be shown
+        msgs.append(Message(role="assistant" if i % 2 else "user",
+                            content=f"turn {i}: " + "words of chat " * 12))
+    summary = "Tools: get_order(id=ORD-77) → status: shipped."
+    ctx = build_context(counter=COUNTER, live=stored(msgs), summary_text=summary, budget=400,
+                        masking=Masking())
+    check(ctx)
+    assert ctx.summary_included
+    shown = [m for m in ctx.messages if m.role == "tool"]
+    assert [m.tool_call_id for m in shown] == ["c1"]
+    assert ctx.messages[-1].text == msgs[-1].text  # the newest turns are shown
+    left_out = len(msgs) - sum(1 for m in ctx.messages if m.role != "system") + int(ctx.bridged)
+    assert ctx.omitted == left_out and ctx.omitted_seqs is not None
+    assert ctx.omitted_seqs[0] == 1 and ctx.omitted_seqs[1] < len(msgs)
+
+
 def test_huge_call_arguments_are_elided_as_valid_json() -> None:
     content = "x = 1\n" * 6000
     big = ToolCall("w1", "write_file", json.dumps({"path": "a.py", "content": content}))

@@ -396,26 +396,37 @@ class LiveView:
             b = self._boundary(budget is not None and whole > budget)
 
         def done(
-            a: int, with_summary: bool, body: list[Message], tokens: int, elided: Sequence[int] = ()
+            a: int,
+            with_summary: bool,
+            body: list[Message],
+            tokens: int,
+            elided: Sequence[int] = (),
+            gap: tuple[int, int] | None = None,
         ) -> Context:
+            """The context showing ``body`` (items from ``a`` on, except ``gap``)."""
             bridge = bridged(a)
             if bridge:
                 k = next(i for i, m in enumerate(body) if m.role != "system")
                 body = [*body[:k], _BRIDGE, *body[k:]]
                 tokens += bridge_tokens
             lead = [summary_msg] if with_summary and summary_msg is not None else []
+            g0, g1 = gap if gap is not None else (n, n)
+            shown = [i for i in range(a, n) if not g0 <= i < g1]
+            left_out = [i for i in range(n) if i < a or g0 <= i < g1]
             return Context(
                 tuple(head + lead + body),
                 used + (summary_tokens if with_summary else 0) + tokens,
                 budget,
                 with_summary,
                 n,
-                omitted=a,
-                omitted_seqs=(items[0].seq, items[a - 1].seq) if a else None,
+                omitted=len(left_out),
+                omitted_seqs=(items[left_out[0]].seq, items[left_out[-1]].seq) if left_out
+                else None,
                 truncated=bool(elided),
                 bridged=bridge,
-                elided=tuple(items[a + i].seq for i in elided),
-                masked=self._nmask[b] - self._nmask[a] if a < b else 0,
+                elided=tuple(items[shown[i]].seq for i in elided),
+                masked=sum(self._nmask[min(hi, b)] - self._nmask[min(lo, b)]
+                           for lo, hi in ((a, min(g0, n)), (g1, n)) if lo < hi),
             )
 
         whole = self._sum(0, b)
@@ -456,7 +467,18 @@ class LiveView:
             fit = self._elided(required, b, room - (bridge_tokens if bridged(required) else 0))
             if fit is not None:
                 return done(required, with_summary, fit[0], fit[2], fit[1])
-        if last_start > required:  # last resort: the newest group alone, cut down
+        if last_start > required:
+            # the newest result's group cut down, then the newest messages that fit (the
+            # ones between them are left out of the view): the result stays visible
+            for with_summary in options:
+                room = budget - used - (summary_tokens if with_summary else 0)
+                if with_summary and room < room_bare * _MIN_NEWEST_SHARE:
+                    continue
+                fit2 = self._pinned(required, b, room - (bridge_tokens if bridged(required) else 0))
+                if fit2 is not None:
+                    body, cut, tokens, gap = fit2
+                    return done(required, with_summary, body, tokens, cut, gap)
+            # last resort: the newest group alone, cut down
             for with_summary in options:
                 room = budget - used - (summary_tokens if with_summary else 0)
                 fit = self._elided(last_start, b,
@@ -470,17 +492,58 @@ class LiveView:
             "alone are too large; raise max_tokens"
         )
 
-    def _elided(self, a: int, b: int, room: int) -> tuple[list[Message], list[int], int] | None:
-        """The messages from ``a`` on cut down (head + tail) to fit ``room``, or None."""
+    def _pinned(self, g: int, b: int, room: int
+                ) -> tuple[list[Message], list[int], int, tuple[int, int]] | None:
+        """The tool-call group starting at ``g`` (the newest result's) within a third of
+        ``room`` (cut down if needed), followed by the newest whole groups that fit the
+        rest (or the newest group cut down): (messages, indices cut, tokens, (start, end)
+        of the messages left out between them); None if even that does not fit."""
+        n = len(self.items)
+        k = bisect_right(self._cuts, g)
+        if k >= len(self._cuts) or self._cuts[k] > self._group[n - 1]:
+            return None  # the group is still open, or nothing follows it
+        end = self._cuts[k]  # the cut closing the group
+        last_start = self._group[n - 1]
+        group = self._sum_range(g, end, b)
+        share = min(group, room // 3)
+        part = self._elided(g, b, share, end) if group > share else (
+            self._body(g, b)[: end - g], [], group)
+        if part is None:
+            return None
+        rest = room - part[2]
+        hi = bisect_right(self._cuts, last_start)
+        lo = bisect_left(self._cuts, end + 1)
+        for k in range(lo, hi):  # the earliest cut after the gap from which the rest fits
+            c = self._cuts[k]
+            if self._sum(c, b) <= rest:
+                c = self._prefer_user(c, last_start)
+                tail = self._body(c, b)
+                return part[0] + tail, part[1], part[2] + self._sum(c, b), (end, c)
+        cut = self._elided(last_start, b, rest)
+        if cut is None:
+            return None
+        offset = len(part[0])
+        return (part[0] + cut[0], part[1] + [offset + i for i in cut[1]], part[2] + cut[2],
+                (end, last_start))
+
+    def _sum_range(self, a: int, c: int, b: int) -> int:
+        """Tokens of items ``a..c-1`` as shown (masked below ``b``)."""
+        return self._sum(a, b) - self._sum(c, b)
+
+    def _elided(self, a: int, b: int, room: int, end: int | None = None
+                ) -> tuple[list[Message], list[int], int] | None:
+        """The messages from ``a`` (to ``end``) cut down (head + tail) to fit ``room``, or
+        None."""
         items = self.items
+        end = len(items) if end is None else end
         sizes = [
             (self._view[i + 1] - self._view[i]) if i < b else items[i].tokens
-            for i in range(a, len(items))
+            for i in range(a, end)
         ]
         return elide(
             self.counter,
-            self._body(a, b),
-            [m.seq for m in items[a:]],
+            self._body(a, b)[: end - a],
+            [m.seq for m in items[a:end]],
             sizes,
             room,
             notes=lambda i, chars: self._note(items[a + i], chars),
