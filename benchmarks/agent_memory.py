@@ -374,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
         systems = [s for s in systems if s.name in args.systems.split(",")]
     # (label, conversations, halves: name -> conversation indices)
     datasets: list[tuple[str, list[list[dict[str, Any]]], dict[str, list[int]]]] = []
-    tau = tau_path()
+    tau = tau_path() if args.tau_limit != 0 else None
     if tau is not None:
         items = json.loads(tau.read_text())[: args.tau_limit]
         # split by task (a task's 4 trials share its ids): rules were tuned on even task ids
@@ -386,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         datasets.append((f"tau-bench airline dev ({len(items)} conversations)",
                          [x["traj"] for x in items], halves))
-    else:
+    elif args.tau_limit != 0:
         print("(tau-bench data not found; set CONTEXTFOLD_TAU)")
     if args.synthetic:
         datasets.append((f"synthetic agent traces ({args.synthetic}, coding and search agents)",

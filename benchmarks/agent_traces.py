@@ -170,10 +170,17 @@ def synthetic_traces(count: int = 12, offset: int = 0) -> list[list[Msg]]:
 
 
 def incident_trace(seed: int) -> list[Msg]:
-    """An on-call agent: alert JSON, parallel host checks, log tails with a stack trace in
-    another language's format, a restart that fails and is retried, a ticket update."""
-    rng = random.Random(seed + 7000)
-    t = _Trace(rng)
+    """An on-call agent working through 3-5 pages in one session: alert JSON, parallel host
+    checks, log tails with a stack trace in another language's format, a restart that
+    fails and is retried, a ticket update."""
+    t = _Trace(random.Random(seed + 7000))
+    for _ in range(t.rng.randint(3, 5)):
+        _incident(t)
+    return t.messages
+
+
+def _incident(t: _Trace) -> None:
+    rng = t.rng
     svc = rng.choice(["checkout", "search", "billing", "auth"])
     alert = f"ALRT-{rng.randint(100000, 999999)}"
     t.user(f"Page {alert}: {svc} p99 latency is up since 03:10 UTC. Find the bad host, "
@@ -215,14 +222,20 @@ def incident_trace(seed: int) -> list[Msg]:
                                "status": "mitigated"},
              json.dumps({"ticket": ticket, "status": "mitigated", "version": rng.randint(2, 9)})))
     t.say(f"Restarted {bad}; {ticket} is mitigated.")
-    return t.messages
 
 
 def data_trace(seed: int) -> list[Msg]:
-    """A data agent: schema listing, query results as text tables and CSV, a query that
-    fails on a bad column, a join that reuses ids read from earlier results, an export."""
-    rng = random.Random(seed + 9000)
-    t = _Trace(rng)
+    """A data agent answering 2-4 requests in one session: schema listing, query results as
+    text tables and CSV, a query that fails on a bad column, a join that reuses ids read
+    from earlier results, an export."""
+    t = _Trace(random.Random(seed + 9000))
+    for _ in range(t.rng.randint(2, 4)):
+        _data_request(t)
+    return t.messages
+
+
+def _data_request(t: _Trace) -> None:
+    rng = t.rng
     region = rng.choice(["EMEA", "APAC", "LATAM", "NA"])
     quarter = rng.choice(["2024Q3", "2024Q4", "2025Q1"])
     t.user(f"Which {region} customers churned in {quarter}? Export their open invoices to "
@@ -258,7 +271,6 @@ def data_trace(seed: int) -> list[Msg]:
              json.dumps({"export_id": f"EXP-{rng.randint(1000, 9999)}", "files": 1,
                          "rows": len(big), "status": "done"})))
     t.say("Exported.")
-    return t.messages
 
 
 def heldout_traces(count: int = 8, offset: int = 0) -> list[list[Msg]]:
