@@ -38,7 +38,13 @@ from .errors import ConfigError, ValidationError
 from .masking import Masking, mask_call, stand_in
 from .messages import Message, StoredMessage, ToolCall
 from .policy import FoldPlan, SessionStats
-from .summarizers.agent_state import DEFAULT_FACT_CHARS, ValueFacts, extract, render
+from .summarizers.agent_state import (
+    DEFAULT_FACT_CHARS,
+    VIEW_SCAN_CHARS,
+    ValueFacts,
+    extract,
+    render,
+)
 from .tokens import REPLY_PRIMING_TOKENS, TokenCounter, count_message
 
 __all__ = [
@@ -166,7 +172,7 @@ class LiveView:
         #: seq -> (source, its values): for stand-ins and elision markers
         self._notes: dict[int, tuple[Message, ValueFacts]] = {}
         self._note_texts: dict[tuple[int, int], tuple[Message, str]] = {}
-        self._cut_texts: dict[tuple[int, int, int], str] = {}  # elided texts, by share
+        self._cut_texts: dict[tuple[int, int, int], tuple[str, int]] = {}  # cut texts, by share
         self._system: tuple[str, Message, int] | None = None
         self._reset()
 
@@ -302,7 +308,7 @@ class LiveView:
         needed (a stand-in or an elision marker), shared by both."""
         hit = self._notes.get(item.seq)
         if hit is None or hit[0] is not item.message:
-            hit = self._notes[item.seq] = (item.message, extract(item.text))
+            hit = self._notes[item.seq] = (item.message, extract(item.text, VIEW_SCAN_CHARS))
         return hit[1]
 
     def _facts(self, item: StoredMessage) -> tuple[list[str], bool]:

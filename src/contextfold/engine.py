@@ -306,9 +306,11 @@ class AsyncMemory:
         return max(known) if known else None
 
     def _wants_fold(self, stats: SessionStats) -> bool:
+        stats, now = self._with_reserved(stats), self.clock()
+        if not self.policy.triggered(stats, now):
+            return False  # masked sizes are never larger: no stand-in needs making to know
         # with masking, the policy sees the live messages at the size they are shown
-        stats = self._views.masked_stats(stats.session_id, stats)
-        return self.policy.triggered(self._with_reserved(stats), self.clock())
+        return self.policy.triggered(self._views.masked_stats(stats.session_id, stats), now)
 
     def due_at(self, stats: SessionStats) -> datetime | None:
         """When the policy next wants to fold this session: now if it fires, else its

@@ -31,7 +31,9 @@ from typing import Any
 
 __all__ = [
     "DEFAULT_FACT_CHARS",
+    "SCAN_CHARS",
     "SCORE_IDENT",
+    "VIEW_SCAN_CHARS",
     "ValueFacts",
     "call_signature",
     "call_values",
@@ -49,7 +51,10 @@ DEFAULT_FACT_CHARS = 320
 _MAX_VALUE_CHARS = 60
 _MAX_ERROR_CHARS = 160
 _MAX_NODES = 5000  # JSON nodes visited per result: bounded work on huge outputs
-_SCAN_CHARS = 12000  # characters of a text result scanned (its start and its end)
+#: Characters of a text result scanned for a summary record (its start and its end) ...
+SCAN_CHARS = 12000
+#: ... and for a stand-in or an elision marker, made while the agent loop waits.
+VIEW_SCAN_CHARS = 1500
 _MAX_ITEMS = 400  # values kept per result (far more than a record shows)
 
 _ERROR_KEY = re.compile(r"(?:^|_)(?:error|errors|exception|traceback|failure|fault)$", re.I)
@@ -78,11 +83,12 @@ _DATE = re.compile(
 )
 _NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?")
 _CODE = re.compile(r"[A-Z][A-Z0-9]{1,9}(?:[-_][A-Z0-9]{1,9})*")
-_TOKEN = re.compile(r"(?<![\w/.-])[A-Za-z0-9][\w.-]{2,62}[A-Za-z0-9](?![\w/-])")
-_PATH = re.compile(r"(?<![\w/])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+(?::\d+)?|\b[\w-]+\.[a-z]{1,5}:\d+")
 _MONEY = re.compile(r"[$€£¥]\s?\d[\d,]*(?:\.\d+)?|\b\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|%)")
 _LINE_NO = re.compile(r"\b(?:line|lines|ln|row|col|column)\s+(\d{1,7})\b", re.I)
-_KV_LINE = re.compile(r"^\s*([A-Za-z][\w .-]{0,30}?)\s*[:=]\s*(\S[^\n]{0,58})\s*$")
+_KV_LINES = re.compile(r"^[ \t]*([A-Za-z][\w .-]{0,30}?)[ \t]*[:=][ \t]*(\S[^\n]{0,57}?)[ \t]*$",
+                       re.M)
+_HAS_DIGIT = re.compile(r"\d").search
+_HAS_ALPHA = re.compile(r"[A-Za-z]").search
 _ERROR_LINE = re.compile(
     r"\b(?:error|exception|traceback|fail(?:ed|ure|s)?|fatal|panic|denied|not found|"
     r"invalid|refused|timed? ?out|cannot|can't|unable|errno)\b",
@@ -95,6 +101,16 @@ _DIGITS = re.compile(r"\d+")
 _MORE = "⋯"
 _STRONG_ERROR = re.compile(r"(?:Error|Exception)\b|\b(?:FAILED|FAIL|FATAL|ERROR|Fatal|panic)\b")
 _ANY_ERROR = re.compile(r"(?i:" + _ERROR_LINE.pattern + r")|" + _STRONG_ERROR.pattern)
+#: Lower-cased text: where an error word may be (a superset of _ANY_ERROR's matches).
+_ERROR_HINT = re.compile(
+    r"error|exception|traceback|fail|fatal|panic|denied|not found|invalid|refused|"
+    r"timed? ?out|cannot|can't|unable|errno"
+)
+#: A candidate value in text output: a run of word characters and the punctuation that
+#: ids, paths, dates and amounts use (one C-level pass, then each distinct word holding a
+#: digit or a slash is sorted).
+_WORD = re.compile(r"[\w.$€£¥/:%+-]{3,}")
+_CURRENCY_AFTER = re.compile(r"\b\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP)\b")
 
 # How likely a later call is to reuse a value, by its shape and key kind (generic: a value
 # mixing letters and digits — an id, a code, a path — is reused about three times as often
@@ -112,18 +128,26 @@ _NEAR_ERROR_BONUS = 1.0  # values next to the last error in a log
 
 
 def _error_lines(text: str) -> list[str]:
-    """The lines holding an error word, in order (one regex pass over the text, then each
-    hit widened to its line)."""
+    """The lines holding an error word, in order. ASCII text (the usual tool output) is
+    searched lower-cased for the words without word-boundary checks (fast), and each
+    candidate line is then checked with the exact pattern."""
+    if not text.isascii():
+        return _lines_matching(text, _ANY_ERROR.finditer(text), None)
+    return _lines_matching(text, _ERROR_HINT.finditer(text.lower()), _ANY_ERROR)
+
+
+def _lines_matching(text: str, hits: Iterable[re.Match[str]], check: re.Pattern[str] | None
+                    ) -> list[str]:
     out: list[str] = []
     end = -1
-    for match in _ANY_ERROR.finditer(text):
+    for match in hits:
         if match.start() <= end:
             continue  # this line is already taken
         start = text.rfind("\n", 0, match.start()) + 1
         end = text.find("\n", match.end())
         end = len(text) if end < 0 else end
         line = text[start:end].strip()
-        if line:
+        if line and (check is None or check.search(line)):
             out.append(line)
     return out
 
@@ -149,8 +173,7 @@ def value_shape(value: str) -> str:
         return "date"
     if _NUMBER.fullmatch(v):
         return "number"
-    if (" " not in v and len(v) >= 3 and any(c.isdigit() for c in v)
-            and any(c.isalpha() for c in v)):
+    if " " not in v and len(v) >= 3 and _HAS_DIGIT(v) and _HAS_ALPHA(v):
         return "ident"
     if _CODE.fullmatch(v):
         return "code"
@@ -275,10 +298,45 @@ def _walk_json(value: Any, path: list[str], facts: ValueFacts, budget: list[int]
 # -- text -------------------------------------------------------------------------------------
 
 
-def _text_facts(text: str, facts: ValueFacts) -> None:
-    if len(text) > _SCAN_CHARS:  # bounded work: the start and the (most recent) end
-        text = text[: _SCAN_CHARS // 3] + "\n" + text[-2 * _SCAN_CHARS // 3:]
-    lines = [ln for ln in text.splitlines() if ln.strip()]
+def _near(text: str, line: str) -> str:
+    """The lines around the last occurrence of ``line`` in ``text`` (5 before, 2 after)."""
+    at = text.rfind(line)
+    if at < 0:
+        return ""
+    lo = at
+    for _ in range(6):
+        lo = text.rfind("\n", 0, lo - 1) if lo > 0 else -1
+        if lo < 0:
+            break
+    hi = at
+    for _ in range(3):
+        hi = text.find("\n", hi + 1)
+        if hi < 0:
+            break
+    return text[max(0, lo): hi if hi >= 0 else len(text)]
+
+
+def _text_value(word: str, facts: ValueFacts, bonus: float) -> None:
+    """Sort one word of text output: a path, a date, an amount, an identifier, or nothing."""
+    if len(word) < 3 or len(word) > 120:
+        return
+    if "/" in word:
+        if _HAS_ALPHA(word):
+            facts.add("paths", word, _SCORE_SHAPE["ident"] + bonus)
+    elif not _HAS_DIGIT(word):
+        return
+    elif _DATE.fullmatch(word):
+        facts.add("dates", word, _SCORE_SHAPE["date"] + bonus)
+    elif word[0] in "$€£¥" or word[-1] == "%":
+        if _MONEY.fullmatch(word):
+            facts.add("amounts", word, _SCORE_AMOUNT + bonus)
+    elif _HAS_ALPHA(word):
+        facts.add("ids", word, _SCORE_SHAPE["ident"] + bonus)
+
+
+def _text_facts(text: str, facts: ValueFacts, scan: int) -> None:
+    if len(text) > scan:  # bounded work: the start and the (most recent) end
+        text = text[: scan // 3] + "\n" + text[-2 * scan // 3:]
     errors = _error_lines(text)
     strong: list[str] = []
     if errors:
@@ -286,67 +344,64 @@ def _text_facts(text: str, facts: ValueFacts) -> None:
         strong = [ln for ln in errors if _STRONG_ERROR.search(ln)]
         for line in dict.fromkeys([*(strong[-1:]), errors[-1], errors[0]]):
             facts.add("error", _clip(line, _MAX_ERROR_CHARS), _SCORE_ERROR)
-    if lines:
-        facts.add("output", _clip(lines[0], 100), _SCORE_STATUS)
-    # where the (last) error is, then the start and the end of the output
-    near = ""
-    if errors:
-        last = (strong or errors)[-1]
-        at = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].strip() == last),
-                  len(lines) - 1)
-        near = "\n".join(lines[max(0, at - 5): at + 3])
+    first = text.lstrip().split("\n", 1)[0]
+    if first.strip():
+        facts.add("output", _clip(first, 100), _SCORE_STATUS)
+    # where the (last) error is, then the whole (scanned) output; C-level scans, each
+    # distinct match tested once
+    near = _near(text, (strong or errors)[-1]) if errors else ""
+    ident = _SCORE_SHAPE["ident"]
     for part, bonus in ((near, _NEAR_ERROR_BONUS), (text, 0.0)):
         if not part:
             continue
         if bonus:
-            for match in _LINE_NO.finditer(part):
-                facts.add("line", match.group(1), _SCORE_SHAPE["ident"] + bonus)
-        for match in _DATE.finditer(part):
-            facts.add("dates", match.group(), _SCORE_SHAPE["date"] + bonus)
-        for match in _MONEY.finditer(part):
-            facts.add("amounts", match.group().replace(" ", ""), _SCORE_AMOUNT + bonus)
-        for match in _PATH.finditer(part):
-            facts.add("paths", match.group(), _SCORE_SHAPE["ident"] + bonus)
-        for match in _TOKEN.finditer(part):  # cheap tokens, then the shape test
-            token = match.group()
-            if value_shape(token) == "ident":
-                facts.add("ids", token, _SCORE_SHAPE["ident"] + bonus)
+            for number in dict.fromkeys(_LINE_NO.findall(part)):
+                facts.add("line", number, ident + bonus)
+        if "USD" in part or "EUR" in part or "GBP" in part:
+            for found in dict.fromkeys(_CURRENCY_AFTER.findall(part)):
+                facts.add("amounts", found.replace(" ", ""), _SCORE_AMOUNT + bonus)
+        for word in dict.fromkeys(_WORD.findall(part)):
+            if "/" in word or _HAS_DIGIT(word):
+                _text_value(word.strip(".:,;+-"), facts, bonus)
     _demote_enumerations(facts)
-    for line in lines[:400]:
-        kv = _KV_LINE.match(line)
-        if kv is not None and len(kv.group(2)) <= 58:
-            value = _clip(kv.group(2), _MAX_VALUE_CHARS)
-            facts.add(kv.group(1).strip(), value, _score("other", value) + 0.5)
+    for count, kv in enumerate(_KV_LINES.finditer(text)):
+        if count >= 400:
+            break
+        value = _clip(kv.group(2), _MAX_VALUE_CHARS)
+        facts.add(kv.group(1).strip(), value, _score("other", value) + 0.5)
 
 
 def _demote_enumerations(facts: ValueFacts) -> None:
     """In text output, identifiers that differ only in their digits (``value_1`` …
     ``value_30`` in a file dump, ``test_case_7`` in a test log) are enumerations, not the
     ids a later call reuses: each loses score with the size of its family."""
-    families: dict[str, int] = {}
-    for value in facts.items:
-        families[_DIGITS.sub("#", value)] = families.get(_DIGITS.sub("#", value), 0) + 1
+    family = {value: _DIGITS.sub("#", value) for value in facts.items}
+    sizes: dict[str, int] = {}
+    for name in family.values():
+        sizes[name] = sizes.get(name, 0) + 1
     for value, (score, order, label) in list(facts.items.items()):
-        size = families[_DIGITS.sub("#", value)]
+        size = sizes[family[value]]
         if size > 2 and score < _SCORE_ERROR:
             facts.items[value] = (max(_SCORE_OTHER, score - 2.0 * math.log2(size)), order, label)
 
 
-def extract(text: str) -> ValueFacts:
+def extract(text: str, scan: int = SCAN_CHARS) -> ValueFacts:
     """Every value of one tool result worth keeping, scored (see the module docstring).
 
     JSON is walked by key name and value shape (``*_id``/``status``/``amount``-like keys,
     values mixing letters and digits, ISO dates, identifier-like object keys); text is
     scanned for error lines, ``key: value`` lines, line numbers next to the last error,
-    dates, amounts, paths and identifiers."""
+    dates, amounts, paths and identifiers. ``scan`` bounds the work: characters of a text
+    result looked at (a third from its start, the rest from its end), and a JSON result's
+    nodes visited (``scan`` / 2)."""
     facts = ValueFacts()
     ok, value = _parse_json(text)
     if ok:
-        _walk_json(value, [], facts, [_MAX_NODES])
+        _walk_json(value, [], facts, [max(1000, scan // 2)])
         if not facts.items and isinstance(value, (str, int, float)):
             facts.add("value", _clip(str(value), _MAX_VALUE_CHARS), _SCORE_OTHER)
     else:
-        _text_facts(text, facts)
+        _text_facts(text, facts, scan)
     return facts
 
 
