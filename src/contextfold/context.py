@@ -473,17 +473,15 @@ class LiveView:
             fit = self._elided(required, b, room - (bridge_tokens if bridged(required) else 0))
             if fit is not None:
                 return done(required, with_summary, fit[0], fit[2], fit[1])
-        if last_start > required:
-            # the newest result's group cut down, then the newest messages that fit (the
-            # ones between them are left out of the view): the result stays visible
-            for with_summary in options:
-                room = budget - used - (summary_tokens if with_summary else 0)
-                if with_summary and room < room_bare * _MIN_NEWEST_SHARE:
-                    continue
-                fit2 = self._pinned(required, b, room - (bridge_tokens if bridged(required) else 0))
-                if fit2 is not None:
-                    body, cut, tokens, gap = fit2
+            if last_start > required:
+                # the newest result's group cut down, then the newest messages that fit
+                # (the ones between them are left out of the view): the result stays
+                pinned = self._pinned(required, b,
+                                      room - (bridge_tokens if bridged(required) else 0))
+                if pinned is not None:
+                    body, cut, tokens, gap = pinned
                     return done(required, with_summary, body, tokens, cut, gap)
+        if last_start > required:
             # last resort: the newest group alone, cut down
             for with_summary in options:
                 room = budget - used - (summary_tokens if with_summary else 0)

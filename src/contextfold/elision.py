@@ -23,8 +23,7 @@ __all__ = ["ELISION_MARK", "elide"]
 
 #: The marker put where text was left out (``{tokens}`` and ``{seq}`` filled in).
 ELISION_MARK = (
-    "\n[… {tokens} tokens elided by contextfold to fit the token budget; "
-    "the whole message is stored as seq {seq}{notes} …]\n"
+    "\n[… {tokens} tokens elided by contextfold; whole message stored as seq {seq}{notes} …]\n"
 )
 #: Room for a marker's key facts, in characters, tried in turn until the cut fits.
 NOTE_CHARS = (320, 160, 80)

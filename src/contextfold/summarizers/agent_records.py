@@ -58,6 +58,8 @@ MORE_CHARS = 480
 #: Room for a call's signature in a core line, and in a second line.
 SIGNATURE_CHARS = 160
 SHORT_SIGNATURE_CHARS = 60
+#: Room for a failed call's signature (all its arguments: it is likely retried).
+FAILED_SIGNATURE_CHARS = 600
 #: Marks a record's second line (between its shortened signature and its facts).
 MORE_MARK = " (more) →"
 
@@ -87,23 +89,32 @@ class AgentLine:
 
 def _record(call: ToolCall | None, result: str, tool_name: str | None,
             core_chars: int = CORE_CHARS) -> tuple[str, str, str]:
-    """(core line, second line, shortened signature) for one call and its result."""
+    """(core line, second line, shortened signature) for one call and its result. A failed
+    call shows every argument (it is likely to be retried); another's arguments beyond its
+    signature go first into the second line."""
     name = call.name if call is not None else (tool_name or "tool")
-    sig = call_signature(name, call.arguments, SIGNATURE_CHARS) if call else f"{name}()"
+    failed = is_failure(result)
+    if call is None:
+        sig = f"{name}()"
+    elif failed:
+        sig = call_signature(name, call.arguments, FAILED_SIGNATURE_CHARS, nested=64)
+    else:
+        sig = call_signature(name, call.arguments, SIGNATURE_CHARS)
     facts = extract(result)
-    shown = [v for v in call_values(call.arguments) if v in sig] if call else []
-    scored = facts.scored(shown)
+    arguments = call_values(call.arguments) if call else []
+    scored = facts.scored([v for v in arguments if v in sig])
     # the core holds every identifier (up to CORE_MAX_CHARS), then the next values
     ident_chars = sum(len(v) + 2 for _, v, score in scored if score >= SCORE_IDENT)
     ident_chars += sum(len(lab) + 2 for lab in {lab for lab, _, s in scored if s >= SCORE_IDENT})
     room = max(core_chars, min(CORE_MAX_CHARS, ident_chars))
     core, rest = render([(lab, v) for lab, v, _ in scored], room)
-    mark = " FAILED" if is_failure(result) else ""
+    mark = " FAILED" if failed else ""
     text = one_line(f"{sig} →{mark} {'; '.join(core) or '(no output)'}")
     short = call_signature(name, call.arguments, SHORT_SIGNATURE_CHARS) if call else sig
+    unseen = [("args", v) for v in dict.fromkeys(arguments) if v not in sig]
     more = ""
-    if rest:
-        extra, _ = render(rest, MORE_CHARS)
+    if rest or unseen:
+        extra, _ = render(unseen + rest, MORE_CHARS)
         more = one_line(f"{short}{MORE_MARK} {'; '.join(extra)}")
     return text, more, short
 

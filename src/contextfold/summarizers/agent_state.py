@@ -472,9 +472,9 @@ def call_values(arguments: str) -> list[str]:
     return _arg_values(value, "")
 
 
-def call_signature(name: str, arguments: str, max_chars: int = 200) -> str:
-    """A call as ``name(key=value, …)`` with its scalar arguments (nested values
-    abbreviated), within about ``max_chars``."""
+def call_signature(name: str, arguments: str, max_chars: int = 200, nested: int = 8) -> str:
+    """A call as ``name(key=value, …)`` with its scalar arguments (the first ``nested``
+    values of each nested one), within about ``max_chars``."""
     ok, value = _parse_json(arguments)
     if not ok or not isinstance(value, dict):
         args = _clip(arguments, max(8, max_chars - len(name) - 2)) if arguments.strip() not in (
@@ -484,7 +484,7 @@ def call_signature(name: str, arguments: str, max_chars: int = 200) -> str:
     for key, item in value.items():
         if isinstance(item, (dict, list)):
             inner = _arg_values(item, str(key))
-            shown = ", ".join(inner[:8]) + (f", {_MORE}" if len(inner) > 8 else "")
+            shown = ", ".join(inner[:nested]) + (f", {_MORE}" if len(inner) > nested else "")
             parts.append(f"{key}=[{shown}]")
         elif isinstance(item, str):
             parts.append(f"{key}={_clip(item, _MAX_VALUE_CHARS)}")
