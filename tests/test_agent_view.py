@@ -188,8 +188,10 @@ def test_older_results_become_stand_ins_with_key_facts_and_seq() -> None:
     assert ctx.masked == 4
     for i, m in enumerate(tools[:4]):
         assert m.text.startswith(STAND_IN_PREFIX)
-        assert f"R{i:04d}X" in m.text and "get_reservation" in m.text
+        assert "get_reservation" in m.text and f"2024-05-{1 + i:02d}" in m.text
         assert f"seq {3 + 3 * i}" in m.text and str(100 + i) in m.text
+        # the id is in the call's arguments, shown right above: not repeated
+        assert f"R{i:04d}X" not in m.text
     assert "lorem" in tools[4].text and "lorem" in tools[5].text
     assert ctx.tokens < 0.6 * build_context(counter=COUNTER, live=live, summary_text=None).tokens
 

@@ -42,6 +42,8 @@ from .summarizers.agent_state import (
     DEFAULT_FACT_CHARS,
     VIEW_SCAN_CHARS,
     ValueFacts,
+    call_signature,
+    call_values,
     extract,
     render,
 )
@@ -275,7 +277,7 @@ class LiveView:
                 if msg.role == "tool":
                     call = self._call_for.get(i)
                     if m.maskable(call.name if call is not None else msg.name):
-                        shown = stand_in(msg, item.seq, call, m, self._facts(item))
+                        shown = stand_in(msg, item.seq, call, m, self._facts(i))
                 else:
                     shown = mask_call(msg, m)
                 if shown is not msg:
@@ -311,21 +313,34 @@ class LiveView:
             hit = self._notes[item.seq] = (item.message, extract(item.text, VIEW_SCAN_CHARS))
         return hit[1]
 
-    def _facts(self, item: StoredMessage) -> tuple[list[str], bool]:
-        """A tool result's key facts for its stand-in, and its failure flag."""
-        chars = self.masking.fact_chars if self.masking is not None else DEFAULT_FACT_CHARS
-        values = self._values(item)
-        return render(values.ranked(), chars)[0], values.failed
+    def _shown_args(self, i: int) -> list[str]:
+        """The argument values of the call item ``i`` answers that the view shows with it
+        (its stand-in and marker need not repeat them)."""
+        call = self._call_for.get(i)
+        if call is None:
+            return []
+        values = call_values(call.arguments)
+        if self.masking is not None and not self.masking.keep_call_args:
+            shown = call_signature(call.name, call.arguments, 200)  # "Called as …"
+            values = [v for v in values if v in shown]
+        return values
 
-    def _note(self, item: StoredMessage, chars: int) -> str:
-        """Key facts of a tool result within ``chars``, for its marker when it is elided
-        (made once per message and size)."""
+    def _facts(self, i: int) -> tuple[list[str], bool]:
+        """Item ``i``'s key facts for its stand-in, and its failure flag."""
+        chars = self.masking.fact_chars if self.masking is not None else DEFAULT_FACT_CHARS
+        values = self._values(self.items[i])
+        return render(values.ranked(self._shown_args(i)), chars)[0], values.failed
+
+    def _note(self, i: int, chars: int) -> str:
+        """Item ``i``'s key facts within ``chars``, for its marker when it is elided (made
+        once per message and size)."""
+        item = self.items[i]
         if item.role != "tool":
             return ""
         key = (item.seq, chars)
         hit = self._note_texts.get(key)
         if hit is None or hit[0] is not item.message:
-            text = "; ".join(render(self._values(item).ranked(), chars)[0])
+            text = "; ".join(render(self._values(item).ranked(self._shown_args(i)), chars)[0])
             if len(self._note_texts) > 256:
                 self._note_texts.clear()
             hit = self._note_texts[key] = (item.message, text)
@@ -550,7 +565,7 @@ class LiveView:
             [m.seq for m in items[a:end]],
             sizes,
             room,
-            notes=lambda i, chars: self._note(items[a + i], chars),
+            notes=lambda i, chars: self._note(a + i, chars),
             cache=self._cut_texts,
         )
 

@@ -26,7 +26,7 @@ ELISION_MARK = (
     "\n[… {tokens} tokens elided by contextfold; whole message stored as seq {seq}{notes} …]\n"
 )
 #: Room for a marker's key facts, in characters, tried in turn until the cut fits.
-NOTE_CHARS = (320, 160, 80)
+NOTE_CHARS = (480, 320, 240, 160, 120, 80)
 _HEAD = 2 / 3  # of the kept characters, the share that goes to the head
 _STEP = 32  # shares are rounded down to a multiple of this many tokens (cache hits) ...
 

@@ -88,6 +88,7 @@ _LINE_NO = re.compile(r"\b(?:line|lines|ln|row|col|column)\s+(\d{1,7})\b", re.I)
 _KV_LINES = re.compile(r"^[ \t]*([A-Za-z][\w .-]{0,30}?)[ \t]*[:=][ \t]*(\S[^\n]{0,57}?)[ \t]*$",
                        re.M)
 _HAS_DIGIT = re.compile(r"\d").search
+_PLACEHOLDER = re.compile(r"<[A-Z][A-Z_]*(?:_\d+)?>")
 _HAS_ALPHA = re.compile(r"[A-Za-z]").search
 _ERROR_LINE = re.compile(
     r"\b(?:error|exception|traceback|fail(?:ed|ure|s)?|fatal|panic|denied|not found|"
@@ -200,6 +201,8 @@ class ValueFacts:
     failed: bool = False
 
     def add(self, label: str, value: str, score: float) -> None:
+        if value[:1] == "<" and _PLACEHOLDER.fullmatch(value):
+            return  # a redacted value (``<EMAIL_1>``) tells a later call nothing
         hit = self.items.get(value)
         if hit is None:
             if len(self.items) < _MAX_ITEMS:
