@@ -109,3 +109,17 @@ def test_key_facts_never_fail_and_stay_within_their_room(value: object) -> None:
     facts = key_facts(text, 120)
     assert sum(len(f) for f in facts) <= 120 + 40 * len(facts)
     assert key_facts(text, 120) == facts  # deterministic
+
+
+def test_a_record_keeps_its_core_and_second_line_when_the_summary_has_room() -> None:
+    results = [{"id": f"doc_{i}", "url": f"https://example.org/guide/{i}",
+                "title": f"guide part {i}", "score": i / 10} for i in range(12)]
+    msgs = [Message(role="user", content="Find a guide.", timestamp=T0)]
+    msgs += _round(1, "web_search", {"query": "guides"}, json.dumps({"results": results}))
+    lines = agent_lines(_stored(msgs))
+    assert len(lines) == 1 and lines[0].more  # too many values for one line
+    summary = ExtractiveSummarizer().fold("", _stored(msgs), 2000, get_counter())
+    records = [f.text for f in parse_summary(summary) if f.speaker == "Tools"]
+    assert len(records) == 2  # neither line swallows the other, though they share words
+    for i in range(12):
+        assert f"doc_{i}" in summary and f"https://example.org/guide/{i}" in summary

@@ -234,8 +234,10 @@ class ExtractiveSummarizer:
             facts.extend(self._unit_facts(unit, lowered, lang, resolver, corrective))
         if self.corrections:
             facts = supersede(facts, lang, corrective)
-        if self.dedupe:
-            facts = _dedupe(facts, lang)
+        if self.dedupe:  # agent records are one per call already: a core line and its
+            # second line share most words, and neither may swallow the other
+            records = [f for f in facts if f.speaker == AGENT_SPEAKER]
+            facts = _dedupe([f for f in facts if f.speaker != AGENT_SPEAKER], lang) + records
         # in an agent fold, the user's sentences that state values rank with the records
         users: frozenset[str] = frozenset()
         if agent or any(f.speaker == AGENT_SPEAKER for f in facts):
