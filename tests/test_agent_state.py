@@ -123,3 +123,29 @@ def test_a_record_keeps_its_core_and_second_line_when_the_summary_has_room() -> 
     assert len(records) == 2  # neither line swallows the other, though they share words
     for i in range(12):
         assert f"doc_{i}" in summary and f"https://example.org/guide/{i}" in summary
+
+
+def test_a_failure_reported_at_the_end_of_a_log_counts_and_code_naming_errors_does_not() -> None:
+    log = "\n".join(["== test session starts =="] + [f"test_{i} PASSED" for i in range(900)]
+                    + ["FAILED tests/test_cfg.py::test_limits - KeyError: 'limit'",
+                       "== 1 failed, 900 passed =="])
+    assert is_failure(log)
+    code = "\n".join(["def load(cfg):", "    try:", "        return cfg['x']",
+                      "    except KeyError:", "        raise ValueError('no x')"] * 50)
+    assert not is_failure(code)
+
+
+def test_records_write_each_value_once_newest_first_and_keep_failures_whole() -> None:
+    from contextfold.summarizers.agent_records import compact_records
+    from contextfold.summarizers.facts import Fact
+
+    older = Fact("get_user(id=u_1) → orders: O-1, O-2, O-3; email: a@b.c.", "Tools", None,
+                 (0, 0, 0))
+    failed = Fact("pay(order=O-1) → FAILED error: card declined for O-2.", "Tools", None,
+                  (0, 0, 1))
+    newer = Fact("get_order(id=O-1) → status: shipped; items: SKU-9.", "Tools", None,
+                 (1, 5, 1))
+    chat = Fact("I need O-2 and O-3 refunded.", "User", None, (1, 6, 0))
+    out = compact_records([older, failed, newer, chat])
+    assert out[0].text == "get_user(id=u_1) → orders: O-2, O-3; email: a@b.c."
+    assert out[1] == failed and out[2] == newer and out[3] == chat

@@ -179,7 +179,7 @@ def record_bonus(fact: Fact, tokens: int) -> float:
     if MORE_MARK in fact.text:
         weight = MORE_BONUS_PER_TOKEN
     else:
-        weight = RECORD_BONUS_PER_TOKEN * (1.5 if "FAILED" in fact.text else 1.0)
+        weight = RECORD_BONUS_PER_TOKEN * (1.5 if failed_record(fact.text) else 1.0)
     return weight * _newness(fact) * max(1, tokens)
 
 
@@ -198,6 +198,12 @@ def user_value_bonus(fact: Fact, tokens: int) -> float:
     return USER_BONUS_PER_TOKEN * _newness(fact) * max(1, tokens)
 
 
+def failed_record(text: str) -> bool:
+    """Whether a record reports a failed call (its facts open with ``FAILED``; a value
+    that merely mentions the word does not count)."""
+    return " → FAILED " in text
+
+
 def _key_of(text: str) -> str:
     key = text.split(" →", 1)[0].strip()
     return key[: -len(" (more)")] if key.endswith(" (more)") else key
@@ -205,16 +211,22 @@ def _key_of(text: str) -> str:
 
 def drop_superseded(facts: list[Fact], records: Iterable[AgentLine]) -> list[Fact]:
     """The previous summary's facts without the agent records that a newer record of the
-    same call replaces (the newest value wins across folds); failures stay."""
+    same call replaces (the newest value wins across folds). A failure stays until the
+    same call fails again (the latest failure of each call is kept)."""
     cores = set()
     shorts = set()
+    failures = set()
     for r in records:
         cores.add(_key_of(r.text))
         shorts.add(r.short_key or _key_of(r.text))
+        if r.failed:
+            failures.add(_key_of(r.text))
 
     def replaced(f: Fact) -> bool:
-        if f.speaker != AGENT_SPEAKER or "FAILED" in f.text:
+        if f.speaker != AGENT_SPEAKER:
             return False
+        if failed_record(f.text):
+            return _key_of(f.text) in failures
         return _key_of(f.text) in (shorts if MORE_MARK in f.text else cores)
 
     return [f for f in facts if not replaced(f)]
@@ -235,3 +247,47 @@ def agent_facts(seq: int, message: Message, records: dict[int, AgentLine],
         if line.more:
             out.append(Fact(line.more.rstrip(" .") + ".", AGENT_SPEAKER, day, (1, seq, 2)))
     return out
+
+
+_TOKENS = re.compile(r"[^\s,;=\[\]()]+")
+
+
+def _strip_values(text: str, seen: set[str]) -> str:
+    """A record with the values in ``seen`` taken out of its facts (not its signature);
+    a label left with no value goes, and so do facts left with none (``→ …``)."""
+    head, arrow, facts = text.partition(" → ")
+    if not arrow:
+        return text
+    mark = ""
+    if failed_record(text):
+        return text  # a failure is kept whole
+    groups = []
+    for group in facts.rstrip(".").split("; "):
+        label, colon, values = group.partition(": ")
+        if not colon:
+            groups.append(group)
+            continue
+        kept = [v for v in values.split(", ") if v not in seen]
+        if kept:
+            groups.append(f"{label}: {', '.join(kept)}")
+    return f"{head} →{mark} {'; '.join(groups) if groups else '…'}"
+
+
+def compact_records(facts: list[Fact]) -> list[Fact]:
+    """Agent records with every value written once: a value a newer record already shows
+    (in its signature or its facts) is taken out of the older ones, which then cost fewer
+    tokens, so more records fit a summary. Failures are kept whole; other facts as
+    they are."""
+    seen: set[str] = set()
+    out: dict[int, Fact] = {}
+    ranked = sorted(range(len(facts)), key=lambda i: facts[i].order, reverse=True)
+    for i in ranked:
+        fact = facts[i]
+        if fact.speaker != AGENT_SPEAKER:
+            continue
+        text = _strip_values(fact.text, seen)
+        if text != fact.text:
+            out[i] = Fact(text.rstrip(" .") + ".", fact.speaker, fact.day, fact.order)
+        if MORE_MARK not in fact.text:  # a second line may go first: it vouches for nothing
+            seen.update(_TOKENS.findall(fact.text))
+    return [out.get(i, f) for i, f in enumerate(facts)]

@@ -101,6 +101,12 @@ _DIGITS = re.compile(r"\d+")
 #: Marks a clipped value; not a sentence end, so a summary line stays one fact.
 _MORE = "⋯"
 _STRONG_ERROR = re.compile(r"(?:Error|Exception)\b|\b(?:FAILED|FAIL|FATAL|ERROR|Fatal|panic)\b")
+#: A line that opens (after an optional timestamp) with an error: a failure report.
+_FAILURE_LINE = re.compile(
+    r"^[ \t]*(?:\S*\d\S*[ \t]+)?(?:[\w.]*(?:Error|Exception)\b|Traceback\b|FAILED\b|FAIL\b|FATAL\b|"
+    r"ERROR\b|CRITICAL\b|panic:)",
+    re.M,
+)
 _ANY_ERROR = re.compile(r"(?i:" + _ERROR_LINE.pattern + r")|" + _STRONG_ERROR.pattern)
 #: Lower-cased text: where an error word may be (a superset of _ANY_ERROR's matches).
 _ERROR_HINT = re.compile(
@@ -457,7 +463,12 @@ def is_failure(text: str) -> bool:
     head = text[:4000]
     if _ERROR_LINE.search(head.splitlines()[0] if head.strip() else ""):
         return True
-    return head.lstrip().lower().startswith(("error", "traceback"))
+    if head.lstrip().lower().startswith(("error", "traceback")):
+        return True
+    # a line that opens with an error (``KeyError: …``, ``FAILED tests/…``, ``ERROR …``)
+    # in the first or the last part of the output (a test run reports at its end)
+    window = text if len(text) <= 8000 else text[:4000] + "\n" + text[-4000:]
+    return _FAILURE_LINE.search(window) is not None
 
 
 def _arg_values(item: Any, key: str) -> list[str]:

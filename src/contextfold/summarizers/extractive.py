@@ -50,6 +50,7 @@ from .agent_records import (
     AGENT_SPEAKER,
     agent_facts,
     agent_records,
+    compact_records,
     drop_superseded,
     record_bonus,
     user_value_bonus,
@@ -234,6 +235,7 @@ class ExtractiveSummarizer:
             facts.extend(self._unit_facts(unit, lowered, lang, resolver, corrective))
         if self.corrections:
             facts = supersede(facts, lang, corrective)
+        facts = compact_records(facts)  # agent records: each value written once
         if self.dedupe:  # agent records are one per call already: a core line and its
             # second line share most words, and neither may swallow the other
             records = [f for f in facts if f.speaker == AGENT_SPEAKER]
