@@ -124,6 +124,19 @@ def test_long_chat_after_the_newest_result_keeps_it_visible_and_the_newest_turns
     assert ctx.omitted_seqs[0] == 1 and ctx.omitted_seqs[1] < len(msgs)
 
 
+def test_the_newest_turn_stays_whole_when_cutting_the_others_is_enough() -> None:
+    question = "Which of these failures blocks the release, and who owns module_7?"
+    msgs = [Message(role="user", content="run the tests"),
+            Message(role="assistant", tool_calls=(call("c1"),)),
+            Message(role="tool", tool_call_id="c1", content=log(300)),
+            Message(role="assistant", content="Summary of the run: " + "details " * 200),
+            Message(role="user", content=question)]
+    ctx = build_context(counter=COUNTER, live=stored(msgs), summary_text=None, budget=300)
+    check(ctx)
+    assert ctx.messages[-1].text == question
+    assert set(ctx.elided) == {3, 4}
+
+
 def test_huge_call_arguments_are_elided_as_valid_json() -> None:
     content = "x = 1\n" * 6000
     big = ToolCall("w1", "write_file", json.dumps({"path": "a.py", "content": content}))

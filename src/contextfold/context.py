@@ -80,6 +80,8 @@ _BRIDGE = Message(role="user", content=BRIDGE_TEXT)
 #: When the newest part must be cut down, the summary stays if it leaves the newest part
 #: at least this share of the room (system prompt and tools aside).
 _MIN_NEWEST_SHARE = 0.25
+#: Most room, in characters, for the key facts in the elision marker of a text result.
+_TEXT_NOTE_CHARS = 320
 
 
 def summary_overhead(counter: TokenCounter) -> int:
@@ -337,6 +339,8 @@ class LiveView:
         item = self.items[i]
         if item.role != "tool":
             return ""
+        if chars > _TEXT_NOTE_CHARS and item.text.lstrip()[:1] not in ("{", "["):
+            chars = _TEXT_NOTE_CHARS  # a log or a file keeps its head and tail instead
         key = (item.seq, chars)
         hit = self._note_texts.get(key)
         if hit is None or hit[0] is not item.message:

@@ -26,7 +26,9 @@ ELISION_MARK = (
     "\n[… {tokens} tokens elided by contextfold; whole message stored as seq {seq}{notes} …]\n"
 )
 #: Room for a marker's key facts, in characters, tried in turn until the cut fits.
-NOTE_CHARS = (480, 320, 240, 160, 120, 80)
+#: (A JSON result's head and tail are mostly keys and brackets: its key facts may take
+#: the larger sizes; other results keep their head and tail and at most 320.)
+NOTE_CHARS = (960, 640, 480, 320, 240, 160, 120, 80)
 _HEAD = 2 / 3  # of the kept characters, the share that goes to the head
 _STEP = 32  # shares are rounded down to a multiple of this many tokens (cache hits) ...
 
@@ -161,10 +163,35 @@ def elide(
     units = _units(messages, tokens, counter)
     if not units:
         return None
+    last = len(messages) - 1
+    if last > 0 and messages[last].role in ("user", "assistant"):
+        # the newest turn (what the model answers) stays whole if cutting the others does
+        others = [u for u in units if u.index != last]
+        if others and len(others) < len(units):
+            fit = _elide_with_notes(counter, messages, seqs, tokens, room, others, notes, cache)
+            if fit is not None:
+                return fit
+    return _elide_with_notes(counter, messages, seqs, tokens, room, units, notes, cache)
+
+
+def _elide_with_notes(
+    counter: TokenCounter,
+    messages: Sequence[Message],
+    seqs: Sequence[int],
+    tokens: Sequence[int],
+    room: int,
+    units: list[_Unit],
+    notes: Callable[[int, int], str] | None,
+    cache: dict[tuple[int, int, int], tuple[str, int]] | None,
+) -> tuple[list[Message], list[int], int] | None:
     if notes is not None:  # key facts in the markers when there is room for them
+        tried: list[list[str]] = []
         for chars in NOTE_CHARS:
-            fit = _elide(counter, messages, seqs, tokens, room, units,
-                         lambda i, c=chars: notes(i, c), cache)  # type: ignore[misc]
+            level = [notes(u.index, chars) if u.call < 0 else "" for u in units]
+            if level in tried:
+                continue  # the same notes as a size already tried
+            tried.append(level)
+            fit = _elide(counter, messages, seqs, tokens, room, units, level, cache)
             if fit is not None:
                 return fit
     return _elide(counter, messages, seqs, tokens, room, units, None, cache)
@@ -177,12 +204,13 @@ def _elide(
     tokens: Sequence[int],
     room: int,
     units: list[_Unit],
-    notes: Callable[[int], str] | None,
+    unit_notes: list[str] | None,
     cache: dict[tuple[int, int, int], tuple[str, int]] | None,
 ) -> tuple[list[Message], list[int], int] | None:
     total = sum(tokens)
     fixed = total - sum(u.tokens for u in units)
-    unit_notes = [notes(u.index) if notes is not None and u.call < 0 else "" for u in units]
+    if unit_notes is None:
+        unit_notes = [""] * len(units)
     markers = [counter.count(_mark(seqs[u.index], u.tokens, n)) + 2
                for u, n in zip(units, unit_notes, strict=True)]
     available = room - fixed
