@@ -125,7 +125,8 @@ def test_long_chat_after_the_newest_result_keeps_it_visible_and_the_newest_turns
 
 
 def test_the_newest_turn_stays_whole_when_cutting_the_others_is_enough() -> None:
-    question = "Which of these failures blocks the release, and who owns module_7?"
+    question = ("Which of these failures blocks the release, who owns module_7, and can the "
+                "fix wait until the freeze on Friday? " * 4).strip()
     msgs = [Message(role="user", content="run the tests"),
             Message(role="assistant", tool_calls=(call("c1"),)),
             Message(role="tool", tool_call_id="c1", content=log(300)),
