@@ -54,7 +54,7 @@ _MAX_NODES = 5000  # JSON nodes visited per result: bounded work on huge outputs
 #: Characters of a text result scanned for a summary record (its start and its end) ...
 SCAN_CHARS = 12000
 #: ... and for a stand-in or an elision marker, made while the agent loop waits.
-VIEW_SCAN_CHARS = 1500
+VIEW_SCAN_CHARS = 1000
 _MAX_ITEMS = 400  # values kept per result (far more than a record shows)
 
 _ERROR_KEY = re.compile(r"(?:^|_)(?:error|errors|exception|traceback|failure|fault)$", re.I)
