@@ -149,3 +149,32 @@ def test_records_write_each_value_once_newest_first_and_keep_failures_whole() ->
     out = compact_records([older, failed, newer, chat])
     assert out[0].text == "get_user(id=u_1) → orders: O-2, O-3; email: a@b.c."
     assert out[1] == failed and out[2] == newer and out[3] == chat
+
+
+def test_values_rank_by_shape_ids_first_and_placeholders_are_dropped() -> None:
+    result = {"name": {"first_name": "Mia", "last_name": "Li"}, "email": "<EMAIL_1>",
+              "dob": "1990-04-05", "membership": "gold", "city": "Austin",
+              "payment_methods": {"credit_card_4421486": {"brand": "visa"}},
+              "reservations": ["NO6JO3", "AIXC49"]}
+    facts = key_facts(json.dumps(result), 90)
+    text = " | ".join(facts)
+    assert "credit_card_4421486" in text and "NO6JO3" in text and "AIXC49" in text
+    assert "<EMAIL_1>" not in " ".join(key_facts(json.dumps(result), 2000))
+    assert "Austin" not in text  # a plain word loses to identifiers when room is short
+    ranked = key_facts(json.dumps(result), 2000)
+    assert ranked[0].startswith(("payment_methods", "reservations"))
+
+
+def test_a_failed_call_record_keeps_every_argument_for_the_retry() -> None:
+    passengers = [{"first_name": f"P{i}", "last_name": f"L{i}", "dob": f"19{60 + i}-01-01"}
+                  for i in range(6)]
+    args = {"user_id": "u_9", "passengers": passengers, "payment": [{"id": "gift_1",
+                                                                      "amount": 250}]}
+    failed = agent_lines(_stored(_round(1, "book", args,
+                                        "Error: payment amount does not add up")))[0]
+    assert failed.failed and " → FAILED " in failed.text
+    for p in passengers:
+        assert p["first_name"] in failed.text and p["dob"] in failed.text
+    assert "gift_1" in failed.text and "250" in failed.text
+    ok = agent_lines(_stored(_round(1, "book", args, '{"reservation_id": "R1"}')))[0]
+    assert "R1" in ok.text and all(p["dob"] in ok.text + ok.more for p in passengers)

@@ -138,6 +138,25 @@ def test_the_newest_turn_stays_whole_when_cutting_the_others_is_enough() -> None
     assert set(ctx.elided) == {3, 4}
 
 
+def test_the_summary_stays_and_the_newest_result_is_cut_instead() -> None:
+    summary = ("Tools: get_user(id=u_77) → reservations: R-100, R-200, R-300; "
+               "payment_methods: card_1, gift_2. " * 6)
+    msgs = [Message(role="user", content="Look at R-300."),
+            Message(role="assistant", tool_calls=(call("c9", "get_reservation",
+                                                       '{"id": "R-300"}'),)),
+            Message(role="tool", tool_call_id="c9", content=json.dumps(
+                {"id": "R-300", "flights": [{"number": f"HX{i:03d}", "date": "2024-05-2"
+                                             + str(i % 9)} for i in range(40)]}))]
+    live = stored(msgs)
+    whole = build_context(counter=COUNTER, live=live, summary_text=None).tokens
+    ctx = build_context(counter=COUNTER, live=live, summary_text=summary, budget=whole + 10,
+                        masking=Masking())
+    check(ctx)
+    # the live part alone would fit: the result is cut rather than the summary dropped
+    assert ctx.summary_included and ctx.elided == (3,)
+    assert "HX000" in ctx.messages[-1].text
+
+
 def test_huge_call_arguments_are_elided_as_valid_json() -> None:
     content = "x = 1\n" * 6000
     big = ToolCall("w1", "write_file", json.dumps({"path": "a.py", "content": content}))
