@@ -35,7 +35,7 @@ from datetime import datetime, timezone
 from typing import Any, Literal, TypeVar
 
 from .batch import fold_in_waves
-from .context import Context, ViewCache, render_summary, summary_overhead
+from .context import Context, render_summary, summary_overhead
 from .errors import ConfigError, ConflictError, ContextFoldError, SummarizationError
 from .exclusive import fold_exclusively, fresh_lease
 from .inline import inline, run_elsewhere
@@ -73,6 +73,7 @@ from .stores.base import (
 )
 from .summarizers.base import Summarizer, SummaryRequest, SummaryResult, check_summary
 from .tokens import TokenCounter, count_message, count_tools, get_counter
+from .view_cache import ViewCache
 
 __all__ = ["AsyncMemory", "MessageLike", "error_text", "utcnow"]
 
