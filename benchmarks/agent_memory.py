@@ -2,9 +2,13 @@
 after every message as an agent loop does, at 500 / 1,000 / 2,000 / 4,000 tokens.
 
 Data: the tau-bench airline dev split (``../shared/data/tau_airline/airline_dev.json``,
-read at run time, never copied; the system prompt is kept out of the budget) and the
-synthetic traces of ``agent_traces.py`` (coding agent with long logs and file dumps, search
-agent, parallel calls, failing tools). Systems, side by side:
+read at run time, never copied; the system prompt is kept out of the budget), reported as
+a whole and on each half of a split by task (rules and weights were chosen on the even
+task ids only; the odd ones are held out — a task's four trials share ids, so a split by
+conversation would leak); the synthetic traces of ``agent_traces.py`` used while tuning
+(coding agent with long logs and file dumps, search agent, parallel calls, failing tools);
+and held-out synthetic traces of other shapes never tuned on (on-call agent, data agent).
+Systems, side by side:
 
 - ``contextfold agent``: ``Memory(policy=TokenBudget(B), masking=Masking())`` (the agent
   preset's masking), the offline extractive summarizer;
@@ -24,8 +28,9 @@ Printed per budget: contexts, exceptions, contexts over budget, provider-rule vi
 (before each tool call, the share of its argument values — at least 3 characters, seen
 earlier in the conversation, not in the system prompt — present in the context the agent
 had just before), and the share of the conversation's identifiers (tokens mixing letters
-and digits) still in the final context. Then the per-turn cost of masking. A report goes
-to ``benchmarks/results/agent_memory.md``.
+and digits) still in the final context. Then the per-turn cost of masking (CPU time,
+interleaved runs). A report goes to ``benchmarks/results/agent_memory.md``;
+``agent_diagnose.py`` says where each missed value was.
 """
 
 from __future__ import annotations
