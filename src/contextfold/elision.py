@@ -38,7 +38,7 @@ def _step(cap: int) -> int:
     share that shrinks a little as messages arrive keeps its cut."""
     if cap <= 4 * _STEP:
         return 1
-    return max(_STEP, 1 << max(0, cap.bit_length() - 4))
+    return max(_STEP, 1 << max(0, cap.bit_length() - 3))
 
 
 @dataclass(frozen=True)
