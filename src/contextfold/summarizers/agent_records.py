@@ -8,8 +8,13 @@ A record comes in two parts, so that it adapts to the room a summary has:
 - the **core** line — the call and the most reusable values of its result (identifiers,
   codes, dates first; values the call's own arguments show are not repeated) — ranked
   ahead of chat sentences;
-- a **more** line — the rest of the result's values, under a shortened signature
-  (``name(…) (more) → …``) — kept only when the summary has room after the cores.
+- a **more** line — the rest of the result's values (and any argument the signature left
+  out), under a shortened signature (``name(…) (more) → …``) — kept only when the summary
+  has room after the cores.
+
+A failed call keeps every argument (it is likely retried), and the latest failure of each
+call stays. Across the summary each value is written once: an older record drops the
+values a newer core already shows (:func:`compact_records`), so more records fit.
 
 In an agent fold the user's own sentences that state identifiers, dates or amounts (a
 user id, a confirmation code, a date typed by the user) rank with the records: the values
@@ -258,10 +263,7 @@ def _strip_values(text: str, seen: set[str]) -> str:
     """A record with the values in ``seen`` taken out of its facts (not its signature);
     a label left with no value goes, and so do facts left with none (``→ …``)."""
     head, arrow, facts = text.partition(" → ")
-    if not arrow:
-        return text
-    mark = ""
-    if failed_record(text):
+    if not arrow or failed_record(text):
         return text  # a failure is kept whole
     groups = []
     for group in facts.rstrip(".").split("; "):
@@ -272,7 +274,7 @@ def _strip_values(text: str, seen: set[str]) -> str:
         kept = [v for v in values.split(", ") if v not in seen]
         if kept:
             groups.append(f"{label}: {', '.join(kept)}")
-    return f"{head} →{mark} {'; '.join(groups) if groups else '…'}"
+    return f"{head} → {'; '.join(groups) if groups else '…'}"
 
 
 def compact_records(facts: list[Fact]) -> list[Fact]:
