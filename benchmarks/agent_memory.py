@@ -2,9 +2,13 @@
 after every message as an agent loop does, at 500 / 1,000 / 2,000 / 4,000 tokens.
 
 Data: the tau-bench airline dev split (``../shared/data/tau_airline/airline_dev.json``,
-read at run time, never copied; the system prompt is kept out of the budget) and the
-synthetic traces of ``agent_traces.py`` (coding agent with long logs and file dumps, search
-agent, parallel calls, failing tools). Systems, side by side:
+read at run time, never copied; the system prompt is kept out of the budget), reported as
+a whole and on each half of a split by task (rules and weights were chosen on the even
+task ids only; the odd ones are held out — a task's four trials share ids, so a split by
+conversation would leak); the synthetic traces of ``agent_traces.py`` used while tuning
+(coding agent with long logs and file dumps, search agent, parallel calls, failing tools);
+and held-out synthetic traces of other shapes never tuned on (on-call agent, data agent).
+Systems, side by side:
 
 - ``contextfold agent``: ``Memory(policy=TokenBudget(B), masking=Masking())`` (the agent
   preset's masking), the offline extractive summarizer;
@@ -24,8 +28,9 @@ Printed per budget: contexts, exceptions, contexts over budget, provider-rule vi
 (before each tool call, the share of its argument values — at least 3 characters, seen
 earlier in the conversation, not in the system prompt — present in the context the agent
 had just before), and the share of the conversation's identifiers (tokens mixing letters
-and digits) still in the final context. Then the per-turn cost of masking. A report goes
-to ``benchmarks/results/agent_memory.md``.
+and digits) still in the final context. Then the per-turn cost of masking (CPU time,
+interleaved runs). A report goes to ``benchmarks/results/agent_memory.md``;
+``agent_diagnose.py`` says where each missed value was.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import contextlib
 import json
 import os
 import re
+import statistics
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -47,7 +53,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))  # this checkout, also from the peers virtualenv
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from agent_traces import synthetic_traces  # noqa: E402
+from agent_traces import heldout_traces, synthetic_traces  # noqa: E402
 
 from contextfold import Masking, Memory, Message, TokenBudget, ToolCall  # noqa: E402
 from contextfold.policy import safe_cuts  # noqa: E402
@@ -250,6 +256,7 @@ class Tally:
     ids_hit: int = 0
     ids_all: int = 0
     errors: list[str] = field(default_factory=list)
+    per_conv: list[tuple[int, int]] = field(default_factory=list)  # (hits, values) each
 
     def row(self) -> list[str]:
         rec = 100 * self.recall_hit / max(1, self.recall_all)
@@ -261,6 +268,11 @@ class Tally:
     def recall(self) -> float:
         return 100 * self.recall_hit / max(1, self.recall_all)
 
+    def recall_of(self, indices: Iterable[int]) -> float:
+        """Call-argument recall over the conversations at ``indices`` only."""
+        chosen = [self.per_conv[i] for i in indices]
+        return 100 * sum(h for h, _ in chosen) / max(1, sum(n for _, n in chosen))
+
 
 def replay(system: System, conversations: list[list[dict[str, Any]]], budget: int) -> Tally:
     tally = Tally()
@@ -269,6 +281,7 @@ def replay(system: System, conversations: list[list[dict[str, Any]]], budget: in
         msgs = [Message.from_openai(m) for m in conv if m["role"] != "system"]
         system.start(budget)
         folds_before = system.folds
+        hits_before, all_before = tally.recall_hit, tally.recall_all
         # rules the recorded conversation itself breaks (tau-bench reuses call ids) are the
         # data's, not the memory's: only other violations count
         own = {v.rule for v in check_provider_rules(msgs)}
@@ -308,24 +321,50 @@ def replay(system: System, conversations: list[list[dict[str, Any]]], budget: in
         tally.ids_all += len(ids)
         tally.ids_hit += sum(1 for t in ids if t in last)
         tally.folds += system.folds - folds_before
+        tally.per_conv.append((tally.recall_hit - hits_before, tally.recall_all - all_before))
     return tally
 
 
 # -- per-turn cost ------------------------------------------------------------------------------
 
 
+_STAND_IN_CPU = [0.0]  # CPU seconds spent making stand-ins (LiveView._settle), all runs
+
+
+def _timed_settle() -> None:
+    """Count the CPU time the view spends making stand-ins (masking's own work; a share
+    that the load on a shared machine does not blur the way it blurs two totals)."""
+    from contextfold.context import LiveView
+
+    settle = LiveView._settle
+    if getattr(settle, "_timed", False):
+        return
+
+    def timed(self: LiveView, i: int) -> None:
+        started = time.process_time()
+        settle(self, i)
+        _STAND_IN_CPU[0] += time.process_time() - started
+
+    timed._timed = True  # type: ignore[attr-defined]
+    LiveView._settle = timed  # type: ignore[method-assign]
+
+
 def per_turn_cost(messages: list[Message], budget: int, masking: Masking | None,
-                  store: Callable[[], Any]) -> float:
-    """µs per message of ``add`` + ``context()``; the summarizer is a fake answering a
-    fixed ~200-token text at once, so its time is not what is measured."""
+                  store: Callable[[], Any]) -> tuple[float, float]:
+    """µs per message of ``add`` + ``context()``, and of that the µs spent making
+    stand-ins; the summarizer is a fake answering a fixed ~200-token text at once, so its
+    time is not what is measured."""
+    _timed_settle()
     fake = FunctionSummarizer(lambda request: "earlier work summarized " * 50, name="fake")
     with Memory(store(), policy=TokenBudget(budget), masking=masking, summarizer=fake,
                 tokenizer=COUNTER, redactor=False) as memory:
-        started = time.perf_counter()
+        _STAND_IN_CPU[0] = 0.0
+        started = time.process_time()
         for m in messages:
             memory.add("s", m)
             memory.context("s")
-        return (time.perf_counter() - started) / len(messages) * 1e6
+        total = (time.process_time() - started) / len(messages) * 1e6
+        return total, _STAND_IN_CPU[0] / len(messages) * 1e6
 
 
 def _sqlite() -> Any:
@@ -345,9 +384,15 @@ def table(head: list[str], rows: list[list[str]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--synthetic", type=int, default=12, help="synthetic traces (12)")
+    parser.add_argument("--heldout", type=int, default=8,
+                        help="held-out synthetic traces of other shapes (8)")
     parser.add_argument("--tau-limit", type=int, default=None, help="first N tau conversations")
     parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
     parser.add_argument("--cost-messages", type=int, default=1500)
+    parser.add_argument("--no-cost", action="store_true", help="skip the per-turn cost")
+    parser.add_argument("--cost-runs", type=int, default=7, help="interleaved runs per cell")
+    parser.add_argument("--cost-only", action="store_true", help="only the per-turn cost")
+    parser.add_argument("--systems", default="", help="only these systems (comma-separated)")
     parser.add_argument("--report", default=str(ROOT / "benchmarks/results/agent_memory.md"))
     args = parser.parse_args(argv)
     budgets = [int(b) for b in args.budgets.split(",")]
@@ -358,17 +403,30 @@ def main(argv: list[str] | None = None) -> int:
         systems.append(LangChainPeer())
     except ImportError as exc:
         print(f"(LangChain not importable here, its rows are skipped: {exc})")
-    datasets: list[tuple[str, list[list[dict[str, Any]]]]] = []
-    tau = tau_path()
+    if args.systems:
+        systems = [s for s in systems if s.name in args.systems.split(",")]
+    # (label, conversations, halves: name -> conversation indices)
+    datasets: list[tuple[str, list[list[dict[str, Any]]], dict[str, list[int]]]] = []
+    tau = tau_path() if args.tau_limit != 0 else None
     if tau is not None:
-        convs = [item["traj"] for item in json.loads(tau.read_text())]
-        datasets.append((f"tau-bench airline dev ({len(convs[:args.tau_limit])} conversations)",
-                         convs[: args.tau_limit]))
-    else:
+        items = json.loads(tau.read_text())[: args.tau_limit]
+        # split by task (a task's 4 trials share its ids): rules were tuned on even task ids
+        halves = {
+            "tuning half (even task ids)":
+                [i for i, x in enumerate(items) if int(x["task_id"]) % 2 == 0],
+            "held-out half (odd task ids)":
+                [i for i, x in enumerate(items) if int(x["task_id"]) % 2 == 1],
+        }
+        datasets.append((f"tau-bench airline dev ({len(items)} conversations)",
+                         [x["traj"] for x in items], halves))
+    elif args.tau_limit != 0:
         print("(tau-bench data not found; set CONTEXTFOLD_TAU)")
     if args.synthetic:
-        datasets.append((f"synthetic agent traces ({args.synthetic})",
-                         synthetic_traces(args.synthetic)))
+        datasets.append((f"synthetic agent traces ({args.synthetic}, coding and search agents)",
+                         synthetic_traces(args.synthetic), {}))
+    if args.heldout:
+        datasets.append((f"held-out synthetic traces ({args.heldout}, on-call and data agents, "
+                         "never tuned on)", heldout_traces(args.heldout), {}))
 
     head = ["budget", "system", "contexts", "exceptions", "over budget", "rule violations",
             "newest result not visible", "folds", "call-arg recall", "ids in final context"]
@@ -376,27 +434,41 @@ def main(argv: list[str] | None = None) -> int:
               "Machine shared with other jobs (2 cores); timings are noisy, ratios in one run "
               "are what counts.", ""]
     recall: dict[tuple[str, str, int], float] = {}
-    for label, convs in datasets:
+    for label, convs, halves in [] if args.cost_only else datasets:
         rows = []
+        split: dict[tuple[str, str, int], float] = {}
         for budget in budgets:
             for system in systems:
                 started = time.perf_counter()
                 t = replay(system, convs, budget)
                 recall[(label, system.name, budget)] = t.recall
+                for half, indices in halves.items():
+                    split[(half, system.name, budget)] = t.recall_of(indices)
                 rows.append([f"{budget:,}", system.name, *t.row()])
                 print(f"  {label[:20]} {budget} {system.name}: {t.row()} "
                       f"({time.perf_counter() - started:.1f}s)", flush=True)
                 if t.errors:
                     print("    e.g.", t.errors[0])
         block = f"## {label}\n\n" + table(head, rows)
+        if halves:
+            half_rows = [[half, name, *(f"{split[(half, name, b)]:.1f}%" for b in budgets)]
+                         for name in [s.name for s in systems] for half in halves]
+            block += ("\n\nCall-argument recall on each half of the split by task "
+                      f"({', '.join(f'{h}: {len(ix)} conversations' for h, ix in halves.items())})"
+                      ":\n\n" + table(["half", "system", *(f"{b:,}" for b in budgets)],
+                                       half_rows))
         print("\n" + block + "\n")
         report += [block, ""]
+        if not any(s.name == "contextfold agent" for s in systems):
+            continue
         got = {b: recall[(label, "contextfold agent", b)] for b in budgets}
         tgt = [f"{b:,}: {got[b]:.1f}% (target {TARGETS.get(b, 0)}%, "
                f"{'met' if got[b] >= TARGETS.get(b, 0) else 'missed'})" for b in budgets]
         line = "Call-argument recall of `contextfold agent` vs target — " + "; ".join(tgt)
         print(line + "\n")
         report += [line, ""]
+    if args.no_cost:
+        return 0
 
     # per-turn cost of masking: one long agent session, add + context every message
     long_run: list[Message] = []
@@ -411,13 +483,28 @@ def main(argv: list[str] | None = None) -> int:
     cost_rows = []
     for store_name, store in (("memory", MemoryStore), ("sqlite", _sqlite)):
         for budget in (4000, 32000):
-            off = min(per_turn_cost(long_run, budget, None, store) for _ in range(3))
-            on = min(per_turn_cost(long_run, budget, Masking(), store) for _ in range(3))
+            offs: list[float] = []
+            ons: list[float] = []
+            own: list[float] = []
+            for _ in range(args.cost_runs):  # interleaved, so load drifts hit both alike
+                offs.append(per_turn_cost(long_run, budget, None, store)[0])
+                total, stand_ins = per_turn_cost(long_run, budget, Masking(), store)
+                ons.append(total)
+                own.append(stand_ins)
+            off, on = min(offs), min(ons)
+            paired = statistics.median(b / a for a, b in zip(offs, ons, strict=True))
             cost_rows.append([store_name, f"{budget:,}", f"{len(long_run):,}", f"{off:.0f}",
-                              f"{on:.0f}", f"{on / off:.2f}"])
+                              f"{on:.0f}", f"{on / off:.2f}", f"{paired:.2f}",
+                              f"{min(own):.0f} ({100 * min(own) / off:.0f}%)"])
+            print("  cost", cost_rows[-1], flush=True)
     block = ("## Per-turn cost of masking (add + context every message, fake summarizer)\n\n"
+             f"CPU time (`time.process_time`), the fastest of {args.cost_runs} interleaved runs "
+             "each; the median of the on/off ratios of runs made one after the other (less "
+             "sensitive to load that comes and goes); and the CPU time the view spends making "
+             "stand-ins, per turn and as a share of the unmasked cost (masking's own work).\n\n"
              + table(["store", "budget", "messages", "µs/turn, masking off", "µs/turn, masking on",
-                      "ratio (target ≤ 1.10)"], cost_rows))
+                      "ratio of fastest (target ≤ 1.10)", "median paired ratio",
+                      "µs/turn making stand-ins"], cost_rows))
     print(block)
     report += [block, ""]
     Path(args.report).parent.mkdir(parents=True, exist_ok=True)

@@ -164,3 +164,117 @@ def synthetic_traces(count: int = 12, offset: int = 0) -> list[list[Msg]]:
     """``count`` traces, alternating coding and search agents."""
     return [coding_trace(offset + i) if i % 2 == 0 else search_trace(offset + i)
             for i in range(count)]
+
+
+# -- held-out shapes: written before any tuning and never used to choose a rule or a weight --
+
+
+def incident_trace(seed: int) -> list[Msg]:
+    """An on-call agent working through 3-5 pages in one session: alert JSON, parallel host
+    checks, log tails with a stack trace in another language's format, a restart that
+    fails and is retried, a ticket update."""
+    t = _Trace(random.Random(seed + 7000))
+    for _ in range(t.rng.randint(3, 5)):
+        _incident(t)
+    return t.messages
+
+
+def _incident(t: _Trace) -> None:
+    rng = t.rng
+    svc = rng.choice(["checkout", "search", "billing", "auth"])
+    alert = f"ALRT-{rng.randint(100000, 999999)}"
+    t.user(f"Page {alert}: {svc} p99 latency is up since 03:10 UTC. Find the bad host, "
+           f"restart it and update ticket INC{rng.randint(1000, 9999)}.")
+    ticket = t.messages[-1]["content"].split("ticket ")[1].rstrip(".")
+    hosts = [f"{svc}-{rng.choice('abc')}{rng.randint(10, 99)}.prod.internal" for _ in range(4)]
+    t.calls(("get_alert", {"alert_id": alert}, json.dumps({
+        "alert": {"id": alert, "service": svc, "severity": "P2", "opened": "2025-06-03T03:12:00Z",
+                  "hosts": hosts, "metric": {"name": "latency_p99_ms", "value":
+                                             rng.randint(900, 4000), "threshold": 500}}})))
+    bad = rng.choice(hosts)
+    checks = []
+    for h in hosts:
+        load = rng.uniform(5, 30) if h == bad else rng.uniform(0.2, 2.0)
+        checks.append(("host_status", {"host": h}, json.dumps({
+            "host": h, "load1": round(load, 2), "mem_used_pct": rng.randint(30, 97),
+            "uptime_s": rng.randint(3600, 9_000_000), "state": "degraded" if h == bad else "ok"})))
+    t.calls(*checks)
+    t.say(f"{bad} is degraded; reading its logs.")
+    frames = "\n".join(
+        f"    at com.example.{svc}.Handler{j}.run(Handler{j}.java:{rng.randint(20, 900)})"
+        for j in range(rng.randint(4, 12)))
+    pid = rng.randint(1000, 65000)
+    n = rng.choice([50, 300, 900])
+    tail = "\n".join(f"2025-06-03T03:{10 + 49 * k // n:02d}:{rng.randint(0, 59):02d}Z INFO "
+                     f"req={rng.randint(10**6, 10**7)} ok {rng.randint(5, 90)}ms"
+                     for k in range(n))
+    t.calls(("tail_logs", {"host": bad, "lines": 2000}, tail + (
+        f"\n2025-06-03T03:10:44Z ERROR pid={pid} java.lang.OutOfMemoryError: Java heap space\n"
+        f"{frames}\n2025-06-03T03:10:45Z WARN gc pause 2400ms")))
+    if rng.random() < 0.6:
+        t.calls(("restart", {"host": bad, "pid": pid}, json.dumps(
+            {"ok": False, "error": f"host {bad} is draining; retry after drain job "
+                                   f"DR-{rng.randint(100, 999)} completes"})))
+        t.say("The restart was refused while the host drains; waiting and retrying.")
+    t.calls(("restart", {"host": bad, "pid": pid}, json.dumps(
+        {"ok": True, "new_pid": rng.randint(1000, 65000), "took_s": rng.randint(5, 60)})))
+    t.calls(("update_ticket", {"ticket": ticket, "alert_id": alert, "host": bad,
+                               "status": "mitigated"},
+             json.dumps({"ticket": ticket, "status": "mitigated", "version": rng.randint(2, 9)})))
+    t.say(f"Restarted {bad}; {ticket} is mitigated.")
+
+
+def data_trace(seed: int) -> list[Msg]:
+    """A data agent answering 2-4 requests in one session: schema listing, query results as
+    text tables and CSV, a query that fails on a bad column, a join that reuses ids read
+    from earlier results, an export."""
+    t = _Trace(random.Random(seed + 9000))
+    for _ in range(t.rng.randint(2, 4)):
+        _data_request(t)
+    return t.messages
+
+
+def _data_request(t: _Trace) -> None:
+    rng = t.rng
+    region = rng.choice(["EMEA", "APAC", "LATAM", "NA"])
+    quarter = rng.choice(["2024Q3", "2024Q4", "2025Q1"])
+    t.user(f"Which {region} customers churned in {quarter}? Export their open invoices to "
+           "the finance bucket.")
+    tables = ["customers", "subscriptions", "invoices", "events", "regions"]
+    t.calls(("list_tables", {"schema": "analytics"}, "\n".join(
+        f"{name}\t{rng.randint(10**3, 10**7)} rows\t"
+        f"updated 2025-0{rng.randint(1, 6)}-1{rng.randint(0, 9)}" for name in tables)))
+    t.calls(("run_sql", {"query": f"SELECT id, name FROM customers WHERE churn_q = '{quarter}'"},
+             f"ERROR: column \"churn_q\" does not exist\nLINE 1: SELECT id, name FROM customers "
+             f"WHERE churn_q = '{quarter}'\nHINT: Perhaps you meant \"churned_quarter\"."))
+    rows = [(f"C{rng.randint(10000, 99999)}", f"Customer {rng.randint(1, 999)}",
+             rng.randint(100, 90000)) for _ in range(rng.randint(6, 40))]
+    header = "| customer_id | name | arr_usd |\n|---|---|---|\n"
+    t.calls(("run_sql", {"query": f"SELECT id, name, arr FROM customers WHERE churned_quarter = "
+                                  f"'{quarter}' AND region = '{region}'"},
+             header + "\n".join(f"| {c} | {n} | {a} |" for c, n, a in rows)
+             + f"\n({len(rows)} rows)"))
+    picked = rng.sample(rows, min(3, len(rows)))
+    t.say(f"{len(rows)} churned; the largest are " + ", ".join(c for c, _, _ in picked) + ".")
+    invoices = []
+    for c, _, _ in picked:
+        for _ in range(rng.randint(1, 4)):
+            invoices.append((f"INV-{rng.randint(10**5, 10**6)}", c, rng.randint(50, 9000)))
+    csv = "invoice_id,customer_id,amount_usd,status\n" + "\n".join(
+        f"{i},{c},{a},open" for i, c, a in invoices)
+    t.calls(("run_sql", {"query": "SELECT * FROM invoices WHERE status='open' AND customer_id IN ("
+                                  + ",".join(f"'{c}'" for c, _, _ in picked) + ")"}, csv))
+    t.user("Only export those over 1000 USD.")
+    big = [i for i, _, a in invoices if a > 1000] or [invoices[0][0]]
+    t.calls(("export", {"invoice_ids": big, "bucket": "s3://finance-exports/churn",
+                        "region": region},
+             json.dumps({"export_id": f"EXP-{rng.randint(1000, 9999)}", "files": 1,
+                         "rows": len(big), "status": "done"})))
+    t.say("Exported.")
+
+
+def heldout_traces(count: int = 8, offset: int = 0) -> list[list[Msg]]:
+    """``count`` traces of shapes no rule was tuned on, alternating an on-call agent and
+    a data agent."""
+    return [incident_trace(offset + i) if i % 2 == 0 else data_trace(offset + i)
+            for i in range(count)]

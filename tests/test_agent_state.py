@@ -11,13 +11,8 @@ from hypothesis import strategies as st
 
 from contextfold import Message, ToolCall
 from contextfold.messages import StoredMessage
-from contextfold.summarizers.agent_state import (
-    agent_lines,
-    call_signature,
-    is_failure,
-    key_facts,
-    observation_line,
-)
+from contextfold.summarizers.agent_records import agent_lines, observation_line
+from contextfold.summarizers.agent_state import call_signature, is_failure, key_facts
 from contextfold.summarizers.extractive import ExtractiveSummarizer
 from contextfold.summarizers.facts import parse_summary
 from contextfold.tokens import get_counter
@@ -114,3 +109,72 @@ def test_key_facts_never_fail_and_stay_within_their_room(value: object) -> None:
     facts = key_facts(text, 120)
     assert sum(len(f) for f in facts) <= 120 + 40 * len(facts)
     assert key_facts(text, 120) == facts  # deterministic
+
+
+def test_a_record_keeps_its_core_and_second_line_when_the_summary_has_room() -> None:
+    results = [{"id": f"doc_{i}", "url": f"https://example.org/guide/{i}",
+                "title": f"guide part {i}", "score": i / 10} for i in range(12)]
+    msgs = [Message(role="user", content="Find a guide.", timestamp=T0)]
+    msgs += _round(1, "web_search", {"query": "guides"}, json.dumps({"results": results}))
+    lines = agent_lines(_stored(msgs))
+    assert len(lines) == 1 and lines[0].more  # too many values for one line
+    summary = ExtractiveSummarizer().fold("", _stored(msgs), 2000, get_counter())
+    records = [f.text for f in parse_summary(summary) if f.speaker == "Tools"]
+    assert len(records) == 2  # neither line swallows the other, though they share words
+    for i in range(12):
+        assert f"doc_{i}" in summary and f"https://example.org/guide/{i}" in summary
+
+
+def test_a_failure_reported_at_the_end_of_a_log_counts_and_code_naming_errors_does_not() -> None:
+    log = "\n".join(["== test session starts =="] + [f"test_{i} PASSED" for i in range(900)]
+                    + ["FAILED tests/test_cfg.py::test_limits - KeyError: 'limit'",
+                       "== 1 failed, 900 passed =="])
+    assert is_failure(log)
+    code = "\n".join(["def load(cfg):", "    try:", "        return cfg['x']",
+                      "    except KeyError:", "        raise ValueError('no x')"] * 50)
+    assert not is_failure(code)
+
+
+def test_records_write_each_value_once_newest_first_and_keep_failures_whole() -> None:
+    from contextfold.summarizers.agent_records import compact_records
+    from contextfold.summarizers.facts import Fact
+
+    older = Fact("get_user(id=u_1) → orders: O-1, O-2, O-3; email: a@b.c.", "Tools", None,
+                 (0, 0, 0))
+    failed = Fact("pay(order=O-1) → FAILED error: card declined for O-2.", "Tools", None,
+                  (0, 0, 1))
+    newer = Fact("get_order(id=O-1) → status: shipped; items: SKU-9.", "Tools", None,
+                 (1, 5, 1))
+    chat = Fact("I need O-2 and O-3 refunded.", "User", None, (1, 6, 0))
+    out = compact_records([older, failed, newer, chat])
+    assert out[0].text == "get_user(id=u_1) → orders: O-2, O-3; email: a@b.c."
+    assert out[1] == failed and out[2] == newer and out[3] == chat
+
+
+def test_values_rank_by_shape_ids_first_and_placeholders_are_dropped() -> None:
+    result = {"name": {"first_name": "Mia", "last_name": "Li"}, "email": "<EMAIL_1>",
+              "dob": "1990-04-05", "membership": "gold", "city": "Austin",
+              "payment_methods": {"credit_card_4421486": {"brand": "visa"}},
+              "reservations": ["NO6JO3", "AIXC49"]}
+    facts = key_facts(json.dumps(result), 90)
+    text = " | ".join(facts)
+    assert "credit_card_4421486" in text and "NO6JO3" in text and "AIXC49" in text
+    assert "<EMAIL_1>" not in " ".join(key_facts(json.dumps(result), 2000))
+    assert "Austin" not in text  # a plain word loses to identifiers when room is short
+    ranked = key_facts(json.dumps(result), 2000)
+    assert ranked[0].startswith(("payment_methods", "reservations"))
+
+
+def test_a_failed_call_record_keeps_every_argument_for_the_retry() -> None:
+    passengers = [{"first_name": f"P{i}", "last_name": f"L{i}", "dob": f"19{60 + i}-01-01"}
+                  for i in range(6)]
+    args = {"user_id": "u_9", "passengers": passengers, "payment": [{"id": "gift_1",
+                                                                      "amount": 250}]}
+    failed = agent_lines(_stored(_round(1, "book", args,
+                                        "Error: payment amount does not add up")))[0]
+    assert failed.failed and " → FAILED " in failed.text
+    for p in passengers:
+        assert p["first_name"] in failed.text and p["dob"] in failed.text
+    assert "gift_1" in failed.text and "250" in failed.text
+    ok = agent_lines(_stored(_round(1, "book", args, '{"reservation_id": "R1"}')))[0]
+    assert "R1" in ok.text and all(p["dob"] in ok.text + ok.more for p in passengers)

@@ -102,6 +102,61 @@ def test_newest_tool_result_stays_visible_when_chat_follows_it() -> None:
     assert ctx.messages[-1].role == "user"
 
 
+def test_long_chat_after_the_newest_result_keeps_it_visible_and_the_newest_turns() -> None:
+    msgs = [Message(role="user", content="check order ORD-77"),
+            Message(role="assistant", tool_calls=(call("c1", "get_order", '{"id": "ORD-77"}'),)),
+            Message(role="tool", tool_call_id="c1",
+                    content=json.dumps({"order_id": "ORD-77", "status": "shipped",
+                                        "lines": [f"SKU-{i:04d}" for i in range(60)]}))]
+    for i in range(30):  # a long chat after the result: it cannot all be shown
+        msgs.append(Message(role="assistant" if i % 2 else "user",
+                            content=f"turn {i}: " + "words of chat " * 12))
+    summary = "Tools: get_order(id=ORD-77) → status: shipped."
+    ctx = build_context(counter=COUNTER, live=stored(msgs), summary_text=summary, budget=400,
+                        masking=Masking())
+    check(ctx)
+    assert ctx.summary_included
+    shown = [m for m in ctx.messages if m.role == "tool"]
+    assert [m.tool_call_id for m in shown] == ["c1"]
+    assert ctx.messages[-1].text == msgs[-1].text  # the newest turns are shown
+    left_out = len(msgs) - sum(1 for m in ctx.messages if m.role != "system") + int(ctx.bridged)
+    assert ctx.omitted == left_out and ctx.omitted_seqs is not None
+    assert ctx.omitted_seqs[0] == 1 and ctx.omitted_seqs[1] < len(msgs)
+
+
+def test_the_newest_turn_stays_whole_when_cutting_the_others_is_enough() -> None:
+    question = ("Which of these failures blocks the release, who owns module_7, and can the "
+                "fix wait until the freeze on Friday? " * 4).strip()
+    msgs = [Message(role="user", content="run the tests"),
+            Message(role="assistant", tool_calls=(call("c1"),)),
+            Message(role="tool", tool_call_id="c1", content=log(300)),
+            Message(role="assistant", content="Summary of the run: " + "details " * 200),
+            Message(role="user", content=question)]
+    ctx = build_context(counter=COUNTER, live=stored(msgs), summary_text=None, budget=300)
+    check(ctx)
+    assert ctx.messages[-1].text == question
+    assert set(ctx.elided) == {3, 4}
+
+
+def test_the_summary_stays_and_the_newest_result_is_cut_instead() -> None:
+    summary = ("Tools: get_user(id=u_77) → reservations: R-100, R-200, R-300; "
+               "payment_methods: card_1, gift_2. " * 6)
+    msgs = [Message(role="user", content="Look at R-300."),
+            Message(role="assistant", tool_calls=(call("c9", "get_reservation",
+                                                       '{"id": "R-300"}'),)),
+            Message(role="tool", tool_call_id="c9", content=json.dumps(
+                {"id": "R-300", "flights": [{"number": f"HX{i:03d}", "date": "2024-05-2"
+                                             + str(i % 9)} for i in range(40)]}))]
+    live = stored(msgs)
+    whole = build_context(counter=COUNTER, live=live, summary_text=None).tokens
+    ctx = build_context(counter=COUNTER, live=live, summary_text=summary, budget=whole + 10,
+                        masking=Masking())
+    check(ctx)
+    # the live part alone would fit: the result is cut rather than the summary dropped
+    assert ctx.summary_included and ctx.elided == (3,)
+    assert "HX000" in ctx.messages[-1].text
+
+
 def test_huge_call_arguments_are_elided_as_valid_json() -> None:
     content = "x = 1\n" * 6000
     big = ToolCall("w1", "write_file", json.dumps({"path": "a.py", "content": content}))
@@ -133,7 +188,7 @@ def test_elided_tool_result_marker_names_its_key_facts() -> None:
             Message(role="tool", tool_call_id="c1", content=body)]
     ctx = build_context(counter=COUNTER, live=stored(msgs), summary_text=None, budget=700)
     check(ctx)
-    assert "its key facts: rows.order_id: ORD-00000" in ctx.messages[-1].text
+    assert "its key facts: order_id: ORD-00000" in ctx.messages[-1].text
 
 
 def test_system_prompt_over_budget_is_still_a_config_error() -> None:
@@ -166,8 +221,10 @@ def test_older_results_become_stand_ins_with_key_facts_and_seq() -> None:
     assert ctx.masked == 4
     for i, m in enumerate(tools[:4]):
         assert m.text.startswith(STAND_IN_PREFIX)
-        assert f"R{i:04d}X" in m.text and "get_reservation" in m.text
+        assert "get_reservation" in m.text and f"2024-05-{1 + i:02d}" in m.text
         assert f"seq {3 + 3 * i}" in m.text and str(100 + i) in m.text
+        # the id is in the call's arguments, shown right above: not repeated
+        assert f"R{i:04d}X" not in m.text
     assert "lorem" in tools[4].text and "lorem" in tools[5].text
     assert ctx.tokens < 0.6 * build_context(counter=COUNTER, live=live, summary_text=None).tokens
 

@@ -26,9 +26,7 @@ must not turn a valid conversation into an invalid one.
 from __future__ import annotations
 
 import functools
-import threading
 from bisect import bisect_left, bisect_right
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -37,8 +35,15 @@ from .elision import elide
 from .errors import ConfigError, ValidationError
 from .masking import Masking, mask_call, stand_in
 from .messages import Message, StoredMessage, ToolCall
-from .policy import FoldPlan, SessionStats
-from .summarizers.agent_state import DEFAULT_FACT_CHARS, facts_and_failure
+from .summarizers.agent_state import (
+    DEFAULT_FACT_CHARS,
+    VIEW_SCAN_CHARS,
+    ValueFacts,
+    call_signature,
+    call_values,
+    extract,
+    render,
+)
 from .tokens import REPLY_PRIMING_TOKENS, TokenCounter, count_message
 
 __all__ = [
@@ -46,7 +51,6 @@ __all__ = [
     "SUMMARY_HEADER",
     "Context",
     "LiveView",
-    "ViewCache",
     "build_context",
     "render_summary",
 ]
@@ -69,6 +73,11 @@ def render_summary(text: str) -> Message:
 
 
 _BRIDGE = Message(role="user", content=BRIDGE_TEXT)
+#: When the newest part must be cut down, the summary stays if it leaves the newest part
+#: at least this share of the room (system prompt and tools aside).
+_MIN_NEWEST_SHARE = 0.25
+#: Most room, in characters, for the key facts in the elision marker of a text result.
+_TEXT_NOTE_CHARS = 320
 
 
 def summary_overhead(counter: TokenCounter) -> int:
@@ -160,9 +169,10 @@ class LiveView:
         self.masking = masking
         #: seq -> (source message, shown message, its tokens): survives rebuilds
         self._forms: dict[int, tuple[Message, Message, int]] = {}
-        #: seq -> (source, (key facts, failed)): for stand-ins and elision markers
-        self._notes: dict[int, tuple[Message, tuple[list[str], bool]]] = {}
-        self._cut_texts: dict[tuple[int, int, int], str] = {}  # elided texts, by share
+        #: seq -> (source, its values): for stand-ins and elision markers
+        self._notes: dict[int, tuple[Message, ValueFacts]] = {}
+        self._note_texts: dict[tuple[int, int], tuple[Message, str]] = {}
+        self._cut_texts: dict[tuple[int, int, int], tuple[str, int]] = {}  # cut texts, by share
         self._system: tuple[str, Message, int] | None = None
         self._reset()
 
@@ -265,7 +275,7 @@ class LiveView:
                 if msg.role == "tool":
                     call = self._call_for.get(i)
                     if m.maskable(call.name if call is not None else msg.name):
-                        shown = stand_in(msg, item.seq, call, m, self._facts(item))
+                        shown = stand_in(msg, item.seq, call, m, self._facts(i))
                 else:
                     shown = mask_call(msg, m)
                 if shown is not msg:
@@ -296,18 +306,48 @@ class LiveView:
             return self._shown[a:b] + self._orig[b:]
         return self._orig[a:] if a else self._orig
 
-    def _facts(self, item: StoredMessage) -> tuple[list[str], bool]:
-        """A tool result's key facts and failure flag, made once per message (shared by
-        its stand-in and its elision marker)."""
+    def _values(self, item: StoredMessage) -> ValueFacts:
+        """A tool result's values (:func:`extract`), made once per message and only when
+        needed (a stand-in or an elision marker), shared by both."""
         hit = self._notes.get(item.seq)
         if hit is None or hit[0] is not item.message:
-            chars = self.masking.fact_chars if self.masking is not None else DEFAULT_FACT_CHARS
-            hit = self._notes[item.seq] = (item.message, facts_and_failure(item.text, chars))
+            hit = self._notes[item.seq] = (item.message, extract(item.text, VIEW_SCAN_CHARS))
         return hit[1]
 
-    def _note(self, item: StoredMessage) -> str:
-        """Key facts of a tool result, for the marker when it is elided."""
-        return "; ".join(self._facts(item)[0]) if item.role == "tool" else ""
+    def _shown_args(self, i: int) -> list[str]:
+        """The argument values of the call item ``i`` answers that the view shows with it
+        (its stand-in and marker need not repeat them)."""
+        call = self._call_for.get(i)
+        if call is None:
+            return []
+        values = call_values(call.arguments)
+        if self.masking is not None and not self.masking.keep_call_args:
+            shown = call_signature(call.name, call.arguments, 200)  # "Called as …"
+            values = [v for v in values if v in shown]
+        return values
+
+    def _facts(self, i: int) -> tuple[list[str], bool]:
+        """Item ``i``'s key facts for its stand-in, and its failure flag."""
+        chars = self.masking.fact_chars if self.masking is not None else DEFAULT_FACT_CHARS
+        values = self._values(self.items[i])
+        return render(values.ranked(self._shown_args(i)), chars)[0], values.failed
+
+    def _note(self, i: int, chars: int) -> str:
+        """Item ``i``'s key facts within ``chars``, for its marker when it is elided (made
+        once per message and size)."""
+        item = self.items[i]
+        if item.role != "tool":
+            return ""
+        if chars > _TEXT_NOTE_CHARS and item.text.lstrip()[:1] not in ("{", "["):
+            chars = _TEXT_NOTE_CHARS  # a log or a file keeps its head and tail instead
+        key = (item.seq, chars)
+        hit = self._note_texts.get(key)
+        if hit is None or hit[0] is not item.message:
+            text = "; ".join(render(self._values(item).ranked(self._shown_args(i)), chars)[0])
+            if len(self._note_texts) > 256:
+                self._note_texts.clear()
+            hit = self._note_texts[key] = (item.message, text)
+        return hit[1]
 
     # -- assembling --------------------------------------------------------------------------
 
@@ -380,26 +420,37 @@ class LiveView:
             b = self._boundary(budget is not None and whole > budget)
 
         def done(
-            a: int, with_summary: bool, body: list[Message], tokens: int, elided: Sequence[int] = ()
+            a: int,
+            with_summary: bool,
+            body: list[Message],
+            tokens: int,
+            elided: Sequence[int] = (),
+            gap: tuple[int, int] | None = None,
         ) -> Context:
+            """The context showing ``body`` (items from ``a`` on, except ``gap``)."""
             bridge = bridged(a)
             if bridge:
                 k = next(i for i, m in enumerate(body) if m.role != "system")
                 body = [*body[:k], _BRIDGE, *body[k:]]
                 tokens += bridge_tokens
             lead = [summary_msg] if with_summary and summary_msg is not None else []
+            g0, g1 = gap if gap is not None else (n, n)
+            shown = [i for i in range(a, n) if not g0 <= i < g1]
+            left_out = [i for i in range(n) if i < a or g0 <= i < g1]
             return Context(
                 (*head, *lead, *body),  # one copy of the (maybe long) body
                 used + (summary_tokens if with_summary else 0) + tokens,
                 budget,
                 with_summary,
                 n,
-                omitted=a,
-                omitted_seqs=(items[0].seq, items[a - 1].seq) if a else None,
+                omitted=len(left_out),
+                omitted_seqs=(items[left_out[0]].seq, items[left_out[-1]].seq) if left_out
+                else None,
                 truncated=bool(elided),
                 bridged=bridge,
-                elided=tuple(items[a + i].seq for i in elided),
-                masked=self._nmask[b] - self._nmask[a] if a < b else 0,
+                elided=tuple(items[shown[i]].seq for i in elided),
+                masked=sum(self._nmask[min(hi, b)] - self._nmask[min(lo, b)]
+                           for lo, hi in ((a, min(g0, n)), (g1, n)) if lo < hi),
             )
 
         whole = self._sum(0, b)
@@ -413,12 +464,15 @@ class LiveView:
             return done(0, False, [], 0)
 
         # Over budget: keep the newest whole groups that fit (never fewer than the newest
-        # tool result's group and everything after it), the summary if it still fits.
+        # tool result's group and everything after it), with the summary if it still fits;
+        # else the summary with the newest part cut down (the summary is all the memory of
+        # earlier turns, worth more than the middle of a huge result); only then without it.
         last_start = self._group[n - 1]
         required = last_start
         if self._last_tool >= 0:
             required = min(required, self._group[self._last_tool])
         hi = bisect_right(self._cuts, last_start)
+        room_bare = budget - used
         options = (True, False) if has_summary else (False,)
         for with_summary in options:
             room = budget - used - (summary_tokens if with_summary else 0)
@@ -431,35 +485,91 @@ class LiveView:
                 if tokens + (bridge_tokens if bridged(a) else 0) > room:
                     continue  # the bridge did not fit: try again leaving room for it
                 return done(a, with_summary, self._body(a, b), tokens)
-
-        # Not even that fits: cut the largest texts in it (head + tail), in the view.
-        room_bare = budget - used
-        for a, with_summary in [(a, w) for a in dict.fromkeys((required, last_start))
-                                for w in options]:
-            room = budget - used - (summary_tokens if with_summary else 0)
-            if with_summary and room < room_bare // 2:
+            if with_summary and room < room_bare * _MIN_NEWEST_SHARE:
                 continue  # keeping the summary would leave the newest messages too little
-            body = self._body(a, b)
-            sizes = [
-                (self._view[i + 1] - self._view[i]) if i < b else items[i].tokens
-                for i in range(a, n)
-            ]
-            fit = elide(
-                counter,
-                body,
-                [m.seq for m in items[a:]],
-                sizes,
-                room - (bridge_tokens if bridged(a) else 0),
-                notes=lambda i, a=a: self._note(items[a + i]),  # type: ignore[misc]
-                cache=self._cut_texts,
-            )
+            # Not even that fits: cut the largest texts in it (head + tail), in the view.
+            fit = self._elided(required, b, room - (bridge_tokens if bridged(required) else 0))
             if fit is not None:
-                return done(a, with_summary, fit[0], fit[2], fit[1])
+                return done(required, with_summary, fit[0], fit[2], fit[1])
+            if last_start > required:
+                # the newest result's group cut down, then the newest messages that fit
+                # (the ones between them are left out of the view): the result stays
+                pinned = self._pinned(required, b,
+                                      room - (bridge_tokens if bridged(required) else 0))
+                if pinned is not None:
+                    body, cut, tokens, gap = pinned
+                    return done(required, with_summary, body, tokens, cut, gap)
+        if last_start > required:
+            # last resort: the newest group alone, cut down
+            for with_summary in options:
+                room = budget - used - (summary_tokens if with_summary else 0)
+                fit = self._elided(last_start, b,
+                                   room - (bridge_tokens if bridged(last_start) else 0))
+                if fit is not None:
+                    return done(last_start, with_summary, fit[0], fit[2], fit[1])
         newest = items[-1]
         raise ValidationError(
             f"the newest message (seq {newest.seq}, {newest.tokens} tokens) cannot be shown "
             f"within the budget of {budget} tokens even cut down: its framing and tool calls "
             "alone are too large; raise max_tokens"
+        )
+
+    def _pinned(self, g: int, b: int, room: int
+                ) -> tuple[list[Message], list[int], int, tuple[int, int]] | None:
+        """The tool-call group starting at ``g`` (the newest result's) within a third of
+        ``room`` (cut down if needed), followed by the newest whole groups that fit the
+        rest (or the newest group cut down): (messages, indices cut, tokens, (start, end)
+        of the messages left out between them); None if even that does not fit."""
+        n = len(self.items)
+        k = bisect_right(self._cuts, g)
+        if k >= len(self._cuts) or self._cuts[k] > self._group[n - 1]:
+            return None  # the group is still open, or nothing follows it
+        end = self._cuts[k]  # the cut closing the group
+        last_start = self._group[n - 1]
+        group = self._sum_range(g, end, b)
+        share = min(group, room // 3)
+        part = self._elided(g, b, share, end) if group > share else (
+            self._body(g, b)[: end - g], [], group)
+        if part is None:
+            return None
+        rest = room - part[2]
+        hi = bisect_right(self._cuts, last_start)
+        lo = bisect_left(self._cuts, end + 1)
+        for k in range(lo, hi):  # the earliest cut after the gap from which the rest fits
+            c = self._cuts[k]
+            if self._sum(c, b) <= rest:
+                c = self._prefer_user(c, last_start)
+                tail = self._body(c, b)
+                return part[0] + tail, part[1], part[2] + self._sum(c, b), (end, c)
+        cut = self._elided(last_start, b, rest)
+        if cut is None:
+            return None
+        offset = len(part[0])
+        return (part[0] + cut[0], part[1] + [offset + i for i in cut[1]], part[2] + cut[2],
+                (end, last_start))
+
+    def _sum_range(self, a: int, c: int, b: int) -> int:
+        """Tokens of items ``a..c-1`` as shown (masked below ``b``)."""
+        return self._sum(a, b) - self._sum(c, b)
+
+    def _elided(self, a: int, b: int, room: int, end: int | None = None
+                ) -> tuple[list[Message], list[int], int] | None:
+        """The messages from ``a`` (to ``end``) cut down (head + tail) to fit ``room``, or
+        None."""
+        items = self.items
+        end = len(items) if end is None else end
+        sizes = [
+            (self._view[i + 1] - self._view[i]) if i < b else items[i].tokens
+            for i in range(a, end)
+        ]
+        return elide(
+            self.counter,
+            self._body(a, b)[: end - a],
+            [m.seq for m in items[a:end]],
+            sizes,
+            room,
+            notes=lambda i, chars: self._note(a + i, chars),
+            cache=self._cut_texts,
         )
 
     def masked_live(self) -> list[StoredMessage]:
@@ -472,104 +582,3 @@ class LiveView:
             if tokens != out[i].tokens:
                 out[i] = replace(out[i], tokens=tokens)
         return out
-
-
-class ViewCache:
-    """One :class:`LiveView` per session for an engine, least recently used evicted.
-
-    Thread-safe: the sync front runs in its callers' threads, so each view has a lock
-    (view code never awaits, so a thread lock is safe on the event loop too).
-    """
-
-    def __init__(self, counter: TokenCounter, masking: Masking | None, size: int = 1024) -> None:
-        self.counter = counter
-        self.masking = masking
-        self.size = size
-        self._views: OrderedDict[str, tuple[threading.Lock, LiveView]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def _get(self, session_id: str, create: bool = True) -> tuple[threading.Lock, LiveView] | None:
-        with self._lock:
-            hit = self._views.get(session_id)
-            if hit is not None:
-                self._views.move_to_end(session_id)
-            elif create:
-                view = LiveView(self.counter, self.masking)
-                hit = self._views[session_id] = (threading.Lock(), view)
-                while len(self._views) > self.size:
-                    self._views.popitem(last=False)
-            return hit
-
-    def forget(self, session_id: str) -> None:
-        with self._lock:
-            self._views.pop(session_id, None)
-
-    def build(self, session_id: str, live: Sequence[StoredMessage], **options: Any) -> Context:
-        """Sync the session's view with ``live`` and build a context (see
-        :meth:`LiveView.build` for ``options``)."""
-        hit = self._get(session_id)
-        assert hit is not None
-        with hit[0]:
-            hit[1].sync(live)
-            return hit[1].build(**options)
-
-    def extend(self, session_id: str, appended: Sequence[StoredMessage]) -> None:
-        """Take in messages just appended, if the session's view is exactly one append
-        behind (otherwise the next :meth:`build` re-syncs from the store)."""
-        hit = self._get(session_id, create=False)
-        if hit is None or not appended:
-            return
-        with hit[0]:
-            view = hit[1]
-            if view.items and view.items[-1].seq + 1 == appended[0].seq:
-                for item in appended:
-                    view._push(item)
-
-    def masked_stats(self, session_id: str, stats: SessionStats) -> SessionStats:
-        """``stats`` with ``live_tokens`` as the live messages cost shown with masking, when
-        this process's view of the session is current; else ``stats`` unchanged."""
-        if self.masking is None:
-            return stats
-        hit = self._get(session_id, create=False)
-        if hit is None:
-            return stats
-        with hit[0]:
-            view = hit[1]
-            if (
-                not view.items
-                or view.items[-1].seq != stats.last_seq
-                or view.items[0].seq != stats.through_seq + 1
-                or view._full[-1] != stats.live_tokens
-            ):
-                return stats
-            return replace(stats, live_tokens=view.masked_tokens)
-
-    def keep_newest_result(self, session_id: str, plan: FoldPlan | None) -> FoldPlan | None:
-        """With masking on (agent mode), ``plan`` cut back so that the newest tool result's
-        group, and everything after it, stays live and visible; None if nothing is left."""
-        if self.masking is None or plan is None or plan.action != "fold" or plan.at_rest:
-            return plan
-        hit = self._get(session_id, create=False)
-        if hit is None:
-            return plan
-        with hit[0]:
-            view = hit[1]
-            if view._last_tool < 0 or not view.items or view.items[0].seq > plan.lo:
-                return plan
-            first_kept = view.items[view._group[view._last_tool]].seq
-        if plan.hi < first_kept:
-            return plan
-        return replace(plan, hi=first_kept - 1) if first_kept - 1 >= plan.lo else None
-
-    def masked_plan_input(
-        self, session_id: str, stats: SessionStats, live: Sequence[StoredMessage]
-    ) -> tuple[SessionStats, Sequence[StoredMessage]]:
-        """(stats, live) as a policy should see them with masking on: sizes as shown."""
-        if self.masking is None or not live:
-            return stats, live
-        hit = self._get(session_id)
-        assert hit is not None
-        with hit[0]:
-            view = hit[1]
-            view.sync(live)
-            return replace(stats, live_tokens=view.masked_tokens), view.masked_live()

@@ -23,11 +23,22 @@ __all__ = ["ELISION_MARK", "elide"]
 
 #: The marker put where text was left out (``{tokens}`` and ``{seq}`` filled in).
 ELISION_MARK = (
-    "\n[… {tokens} tokens elided by contextfold to fit the token budget; "
-    "the whole message is stored as seq {seq}{notes} …]\n"
+    "\n[… {tokens} tokens elided by contextfold; whole message stored as seq {seq}{notes} …]\n"
 )
+#: Room for a marker's key facts, in characters, tried in turn until the cut fits.
+#: (A JSON result's head and tail are mostly keys and brackets: its key facts may take
+#: the larger sizes; other results keep their head and tail and at most 320.)
+NOTE_CHARS = (960, 640, 480, 320, 240, 160, 120, 80)
 _HEAD = 2 / 3  # of the kept characters, the share that goes to the head
-_STEP = 32  # shares are rounded down to a multiple of this many tokens (cache hits)
+_STEP = 32  # shares are rounded down to a multiple of this many tokens (cache hits) ...
+
+
+def _step(cap: int) -> int:
+    """... or, for large shares, of about a tenth of the share (a power of two), so a
+    share that shrinks a little as messages arrive keeps its cut."""
+    if cap <= 4 * _STEP:
+        return 1
+    return max(_STEP, 1 << max(0, cap.bit_length() - 3))
 
 
 @dataclass(frozen=True)
@@ -135,25 +146,54 @@ def elide(
     seqs: Sequence[int],
     tokens: Sequence[int],
     room: int,
-    notes: Callable[[int], str] | None = None,
-    cache: dict[tuple[int, int, int], str] | None = None,
+    notes: Callable[[int, int], str] | None = None,
+    cache: dict[tuple[int, int, int], tuple[str, int]] | None = None,
 ) -> tuple[list[Message], list[int], int] | None:
     """``messages`` (stored as ``seqs``, costing ``tokens``) cut to fit ``room`` tokens in
     total, or None when even the framing and markers do not fit. Returns the messages,
-    the indices of those that were cut, and their total tokens. ``notes(i)`` may give a
-    line of key facts for message ``i``'s marker (what the cut-out middle held); ``cache``
-    keeps cut texts by (seq, unit, share) between calls. Arguments of a cut call become a
-    JSON object ``{"elided_by_contextfold": "head … tail"}`` (still valid JSON)."""
+    the indices of those that were cut, and their total tokens. ``notes(i, chars)`` may
+    give a line of key facts for message ``i``'s marker (what the cut-out middle held)
+    within ``chars`` characters, tried at :data:`NOTE_CHARS` from the most room down;
+    ``cache`` keeps cut texts and their token counts by (seq, unit, share) between calls.
+    Arguments of a cut call become a JSON object ``{"elided_by_contextfold": "head …
+    tail"}`` (still valid JSON)."""
     total = sum(tokens)
     if total <= room:
         return list(messages), [], total
     units = _units(messages, tokens, counter)
     if not units:
         return None
+    last = len(messages) - 1
+    if last > 0 and messages[last].role in ("user", "assistant"):
+        # the newest turn (what the model answers) stays whole if cutting the others does
+        others = [u for u in units if u.index != last]
+        if others and len(others) < len(units):
+            fit = _elide_with_notes(counter, messages, seqs, tokens, room, others, notes, cache)
+            if fit is not None:
+                return fit
+    return _elide_with_notes(counter, messages, seqs, tokens, room, units, notes, cache)
+
+
+def _elide_with_notes(
+    counter: TokenCounter,
+    messages: Sequence[Message],
+    seqs: Sequence[int],
+    tokens: Sequence[int],
+    room: int,
+    units: list[_Unit],
+    notes: Callable[[int, int], str] | None,
+    cache: dict[tuple[int, int, int], tuple[str, int]] | None,
+) -> tuple[list[Message], list[int], int] | None:
     if notes is not None:  # key facts in the markers when there is room for them
-        fit = _elide(counter, messages, seqs, tokens, room, units, notes, cache)
-        if fit is not None:
-            return fit
+        tried: list[list[str]] = []
+        for chars in NOTE_CHARS:
+            level = [notes(u.index, chars) if u.call < 0 else "" for u in units]
+            if level in tried:
+                continue  # the same notes as a size already tried
+            tried.append(level)
+            fit = _elide(counter, messages, seqs, tokens, room, units, level, cache)
+            if fit is not None:
+                return fit
     return _elide(counter, messages, seqs, tokens, room, units, None, cache)
 
 
@@ -164,12 +204,13 @@ def _elide(
     tokens: Sequence[int],
     room: int,
     units: list[_Unit],
-    notes: Callable[[int], str] | None,
-    cache: dict[tuple[int, int, int], str] | None,
+    unit_notes: list[str] | None,
+    cache: dict[tuple[int, int, int], tuple[str, int]] | None,
 ) -> tuple[list[Message], list[int], int] | None:
     total = sum(tokens)
     fixed = total - sum(u.tokens for u in units)
-    unit_notes = [notes(u.index) if notes is not None and u.call < 0 else "" for u in units]
+    if unit_notes is None:
+        unit_notes = [""] * len(units)
     markers = [counter.count(_mark(seqs[u.index], u.tokens, n)) + 2
                for u, n in zip(units, unit_notes, strict=True)]
     available = room - fixed
@@ -177,41 +218,49 @@ def _elide(
         cap = _cap([u.tokens for u in units], available, markers)
         if cap is None:
             return None
-        if cap > 4 * _STEP:  # shares in steps, so the same cut is reused turn after turn
-            cap -= cap % _STEP
+        cap -= cap % _step(cap)  # shares on a grid, so the same cut is reused turn after turn
         out = list(messages)
         cut: dict[int, tuple[str | None, dict[int, str]]] = {}
+        saved: dict[int, int] = {}  # tokens each cut message saves (exact: counting adds up)
         for u, note, marker in zip(units, unit_notes, markers, strict=True):
             if u.tokens <= cap + marker:
                 continue
             is_args = u.call >= 0
             seq = seqs[u.index]
-            key = (seq, u.call if note or u.call >= 0 else -2, cap)
-            short = cache.get(key) if cache is not None else None
-            if short is None:
+            # the cut depends on the unit, its share and its marker's notes (by their size)
+            key = (seq, u.call if u.call >= 0 else -2 - len(note), cap)
+            hit = cache.get(key) if cache is not None else None
+            if hit is None:
+                counted = [0]
 
-                def fits(text: str, is_args: bool = is_args, limit: int = cap + marker) -> bool:
+                def fits(text: str, is_args: bool = is_args, limit: int = cap + marker,
+                         counted: list[int] = counted) -> bool:
                     body = json.dumps({"elided_by_contextfold": text}, ensure_ascii=False) if (
                         is_args) else text
-                    return counter.count(body) <= limit
+                    counted[0] = counter.count(body)
+                    return counted[0] <= limit
 
                 short = _cut(counter, u.text, u.tokens, cap, seq, fits, note)
                 if short is None:
                     return None
+                hit = (short, counted[0])
                 if cache is not None:
                     if len(cache) > 256:
                         cache.clear()
-                    cache[key] = short
+                    cache[key] = hit
+            short, short_tokens = hit
             content, args = cut.get(u.index, (None, {}))
             if is_args:
                 args[u.call] = json.dumps({"elided_by_contextfold": short}, ensure_ascii=False)
             else:
                 content = short
             cut[u.index] = (content, args)
+            saved[u.index] = saved.get(u.index, 0) + u.tokens - short_tokens
         for index, (content, args) in cut.items():
             out[index] = _rebuild(messages[index], content, args)
         used = sum(
-            count_message(counter, m) if i in cut else t
+            (t - saved[i] if isinstance(messages[i].content, str) else count_message(counter, m))
+            if i in cut else t
             for i, (m, t) in enumerate(zip(out, tokens, strict=True))
         )
         if used <= room:

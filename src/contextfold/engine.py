@@ -34,7 +34,7 @@ from datetime import datetime, timezone
 from typing import Any, Literal, TypeVar
 
 from .batch import fold_in_waves
-from .context import Context, ViewCache, summary_overhead
+from .context import Context, summary_overhead
 from .errors import ConfigError
 from .exclusive import fold_exclusively
 from .folding import run_fold
@@ -68,6 +68,7 @@ from .stores.base import (
 )
 from .summarizers.base import Summarizer, SummaryRequest, SummaryResult
 from .tokens import TokenCounter, count_message, count_tools, get_counter
+from .view_cache import ViewCache
 
 __all__ = ["AsyncMemory", "MessageLike", "error_text", "utcnow"]
 
@@ -327,11 +328,11 @@ class AsyncMemory:
         return max(known) if known else None
 
     def _wants_fold(self, stats: SessionStats, now: datetime | None = None) -> bool:
+        stats, now = self._with_reserved(stats), self.clock() if now is None else now
+        if not self.policy.triggered(stats, now):
+            return False  # masked sizes are never larger: no stand-in needs making to know
         # with masking, the policy sees the live messages at the size they are shown
-        stats = self._views.masked_stats(stats.session_id, stats)
-        return self.policy.triggered(
-            self._with_reserved(stats), self.clock() if now is None else now
-        )
+        return self.policy.triggered(self._views.masked_stats(stats.session_id, stats), now)
 
     def due_at(self, stats: SessionStats) -> datetime | None:
         """When the policy next wants to fold this session: now if it fires, else its

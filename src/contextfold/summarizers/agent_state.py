@@ -3,15 +3,18 @@
 In agent work the text around a tool call matters little; what the next call needs is
 *state*: identifiers, statuses, amounts, dates, the last error. This module extracts those
 from any tool output, generically — JSON (walked by key and by the shape of each value) or
-plain text (logs, file dumps, search results) — and writes them as compact one-line
-records. Nothing here knows a particular tool or domain.
+plain text (logs, file dumps, search results) — and ranks them by how likely a later call
+is to reuse them, judged only by their shape and the kind of key they came under (an
+error first; then values mixing letters and digits, upper-case codes, dates; then names,
+amounts and statuses; other values last). Nothing here knows a particular tool or domain.
 
 Two users share it:
 
 - observation masking (:mod:`contextfold.masking`): an old tool result is shown as a
   stand-in made of :func:`key_facts`;
-- the offline summarizer (:mod:`.extractive`): folded calls and results become one line
-  each (:func:`agent_lines`), de-duplicated, the newest value winning.
+- the offline summarizer (:mod:`.agent_records`): folded calls and results become compact
+  records, the most reusable values in a core line and the rest in a line that is kept
+  only when the summary has room.
 
 Pure and deterministic: the same input always gives the same text (stand-ins must be
 byte-identical turn after turn so a provider's prompt cache keeps hitting).
@@ -20,28 +23,27 @@ byte-identical turn after turn so a provider's prompt cache keeps hitting).
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from datetime import date
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..messages import Message, StoredMessage, ToolCall
-from .facts import Fact
-
 __all__ = [
-    "AGENT_SPEAKER",
-    "AgentLine",
-    "agent_facts",
-    "agent_lines",
-    "agent_records",
+    "DEFAULT_FACT_CHARS",
+    "SCAN_CHARS",
+    "SCORE_IDENT",
+    "VIEW_SCAN_CHARS",
+    "ValueFacts",
     "call_signature",
-    "drop_superseded",
+    "call_values",
+    "extract",
     "facts_and_failure",
     "is_failure",
     "key_facts",
-    "observation_line",
-    "record_bonus",
+    "one_line",
+    "render",
+    "value_shape",
 ]
 
 #: Default room for the facts of one tool result, in characters.
@@ -49,8 +51,11 @@ DEFAULT_FACT_CHARS = 320
 _MAX_VALUE_CHARS = 60
 _MAX_ERROR_CHARS = 160
 _MAX_NODES = 5000  # JSON nodes visited per result: bounded work on huge outputs
-_SCAN_CHARS = 12000  # characters of a text result scanned (its start and its end)
-_MAX_VALUES = 48  # values kept per label (far more than a stand-in shows)
+#: Characters of a text result scanned for a summary record (its start and its end) ...
+SCAN_CHARS = 12000
+#: ... and for a stand-in or an elision marker, made while the agent loop waits.
+VIEW_SCAN_CHARS = 1000
+_MAX_ITEMS = 400  # values kept per result (far more than a record shows)
 
 _ERROR_KEY = re.compile(r"(?:^|_)(?:error|errors|exception|traceback|failure|fault)$", re.I)
 _STATUS_KEY = re.compile(
@@ -76,13 +81,15 @@ _BAD_STATUS = frozenset(
 _DATE = re.compile(
     r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)?\b"
 )
-_IDENT = re.compile(
-    r"(?<![\w/.-])(?=[\w.-]*\d)(?=[\w.-]*[A-Za-z])[A-Za-z0-9][\w.-]{2,62}[A-Za-z0-9](?![\w/-])"
-)
-_TOKEN = re.compile(r"(?<![\w/.-])[A-Za-z0-9][\w.-]{2,62}[A-Za-z0-9](?![\w/-])")
-_PATH = re.compile(r"(?<![\w/])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+(?::\d+)?|\b[\w-]+\.[a-z]{1,5}:\d+")
+_NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?")
+_CODE = re.compile(r"[A-Z][A-Z0-9]{1,9}(?:[-_][A-Z0-9]{1,9})*")
 _MONEY = re.compile(r"[$€£¥]\s?\d[\d,]*(?:\.\d+)?|\b\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|%)")
-_KV_LINE = re.compile(r"^\s*([A-Za-z][\w .-]{0,30}?)\s*[:=]\s*(\S[^\n]{0,58})\s*$")
+_LINE_NO = re.compile(r"\b(?:line|lines|ln|row|col|column)\s+(\d{1,7})\b", re.I)
+_KV_LINES = re.compile(r"^[ \t]*([A-Za-z][\w .-]{0,30}?)[ \t]*[:=][ \t]*(\S[^\n]{0,57}?)[ \t]*$",
+                       re.M)
+_HAS_DIGIT = re.compile(r"\d").search
+_PLACEHOLDER = re.compile(r"<[A-Z][A-Z_]*(?:_\d+)?>")
+_HAS_ALPHA = re.compile(r"[A-Za-z]").search
 _ERROR_LINE = re.compile(
     r"\b(?:error|exception|traceback|fail(?:ed|ure|s)?|fatal|panic|denied|not found|"
     r"invalid|refused|timed? ?out|cannot|can't|unable|errno)\b",
@@ -90,29 +97,66 @@ _ERROR_LINE = re.compile(
 )
 _SENTENCE_BREAK = re.compile(r"[.!?…]+([\"'”’)\]]*)(?:\s+|$)")
 _SPACES = re.compile(r"\s+")
+_DIGITS = re.compile(r"\d+")
 #: Marks a clipped value; not a sentence end, so a summary line stays one fact.
 _MORE = "⋯"
 _STRONG_ERROR = re.compile(r"(?:Error|Exception)\b|\b(?:FAILED|FAIL|FATAL|ERROR|Fatal|panic)\b")
+#: A line that opens (after an optional timestamp) with an error: a failure report.
+_FAILURE_LINE = re.compile(
+    r"^[ \t]*(?:\S*\d\S*[ \t]+)?(?:[\w.]*(?:Error|Exception)\b|Traceback\b|FAILED\b|FAIL\b|FATAL\b|"
+    r"ERROR\b|CRITICAL\b|panic:)",
+    re.M,
+)
 _ANY_ERROR = re.compile(r"(?i:" + _ERROR_LINE.pattern + r")|" + _STRONG_ERROR.pattern)
+#: Lower-cased text: where an error word may be (a superset of _ANY_ERROR's matches).
+_ERROR_HINT = re.compile(
+    r"error|exception|traceback|fail|fatal|panic|denied|not found|invalid|refused|"
+    r"timed? ?out|cannot|can't|unable|errno"
+)
+#: A candidate value in text output: a run of word characters and the punctuation that
+#: ids, paths, dates and amounts use (one C-level pass, then each distinct word holding a
+#: digit or a slash is sorted).
+_WORD = re.compile(r"[\w.$€£¥/:%+-]{3,}")
+_CURRENCY_AFTER = re.compile(r"\b\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP)\b")
+
+# How likely a later call is to reuse a value, by its shape and key kind (generic: a value
+# mixing letters and digits — an id, a code, a path — is reused about three times as often
+# as a plain word or number in agent traces; dates and upper-case codes in between).
+_SCORE_ERROR = 100.0
+_SCORE_FAILED_STATUS = 50.0
+_SCORE_SHAPE = {"ident": 10.0, "code": 7.0, "date": 6.0}
+#: Values scoring at least this (identifiers and errors) go first into a record's core.
+SCORE_IDENT = _SCORE_SHAPE["ident"]
+_SCORE_NAMED = 5.0  # a plain word under an id-like key (a name, an email, a title)
+_SCORE_STATUS = 4.0
+_SCORE_AMOUNT = 4.0
+_SCORE_OTHER = 2.0
+_NEAR_ERROR_BONUS = 1.0  # values next to the last error in a log
 
 
 def _error_lines(text: str) -> list[str]:
-    """The lines holding an error word, in order (one regex pass over the text, then each
-    hit widened to its line)."""
+    """The lines holding an error word, in order. ASCII text (the usual tool output) is
+    searched lower-cased for the words without word-boundary checks (fast), and each
+    candidate line is then checked with the exact pattern."""
+    if not text.isascii():
+        return _lines_matching(text, _ANY_ERROR.finditer(text), None)
+    return _lines_matching(text, _ERROR_HINT.finditer(text.lower()), _ANY_ERROR)
+
+
+def _lines_matching(text: str, hits: Iterable[re.Match[str]], check: re.Pattern[str] | None
+                    ) -> list[str]:
     out: list[str] = []
     end = -1
-    for match in _ANY_ERROR.finditer(text):
+    for match in hits:
         if match.start() <= end:
             continue  # this line is already taken
         start = text.rfind("\n", 0, match.start()) + 1
         end = text.find("\n", match.end())
         end = len(text) if end < 0 else end
         line = text[start:end].strip()
-        if line:
+        if line and (check is None or check.search(line)):
             out.append(line)
     return out
-
-_RANKS = ("error", "id", "status", "date", "amount", "other")
 
 
 def _clip(text: str, limit: int) -> str:
@@ -126,6 +170,23 @@ def one_line(text: str) -> str:
     return _SENTENCE_BREAK.sub(lambda m: m.group(1) + "; ", " ".join(text.split())).strip(" ;")
 
 
+def value_shape(value: str) -> str:
+    """``date``, ``number``, ``ident`` (letters and digits, no spaces), ``code`` (an
+    upper-case code such as ``JFK`` or ``ERR_QUOTA``) or ``word``."""
+    v = value.strip()
+    if v[:1] in "<[{(" and v[-1:] in ">]})":
+        return "word"  # a placeholder (``<EMAIL_1>``, a redacted value) or a bracketed note
+    if _DATE.fullmatch(v):
+        return "date"
+    if _NUMBER.fullmatch(v):
+        return "number"
+    if " " not in v and len(v) >= 3 and _HAS_DIGIT(v) and _HAS_ALPHA(v):
+        return "ident"
+    if _CODE.fullmatch(v):
+        return "code"
+    return "word"
+
+
 def _parse_json(text: str) -> tuple[bool, Any]:
     stripped = text.strip()
     if not stripped or stripped[0] not in "[{":
@@ -136,48 +197,70 @@ def _parse_json(text: str) -> tuple[bool, Any]:
         return False, None
 
 
-# -- JSON -----------------------------------------------------------------------------------
-
-
 @dataclass
-class _Facts:
-    """Facts grouped by label, in order of first appearance, with a rank each."""
+class ValueFacts:
+    """The values of one tool result: ``(score, order, label, value)`` each, one entry per
+    distinct value (the first label it came with, the highest score), and whether the
+    result reports a failure."""
 
-    items: dict[tuple[int, str], list[str]]
+    items: dict[str, tuple[float, int, str]] = field(default_factory=dict)
     failed: bool = False
-    seen: set[str] | None = None
 
-    def add(self, rank: str, label: str, value: str) -> None:
-        if self.seen is None:
-            self.seen = set()
-        if value in self.seen:
-            return  # shown once, under the label it came with first
-        values = self.items.setdefault((_RANKS.index(rank), label), [])
-        if len(values) < _MAX_VALUES:
-            self.seen.add(value)
-            values.append(value)
+    def add(self, label: str, value: str, score: float) -> None:
+        if value[:1] == "<" and _PLACEHOLDER.fullmatch(value):
+            return  # a redacted value (``<EMAIL_1>``) tells a later call nothing
+        hit = self.items.get(value)
+        if hit is None:
+            if len(self.items) < _MAX_ITEMS:
+                self.items[value] = (score, len(self.items), label)
+        elif score > hit[0]:
+            self.items[value] = (score, hit[1], hit[2])
+
+    def ranked(self, skip: Iterable[str] = ()) -> list[tuple[str, str]]:
+        """(label, value) pairs, most reusable first (ties in order of appearance),
+        without the values in ``skip``."""
+        return [(lab, value) for lab, value, _ in self.scored(skip)]
+
+    def scored(self, skip: Iterable[str] = ()) -> list[tuple[str, str, float]]:
+        """(label, value, score), most reusable first, without the values in ``skip``."""
+        skipped = set(skip)
+        order = sorted(self.items.items(), key=lambda kv: (-kv[1][0], kv[1][1]))
+        return [(lab, value, score) for value, (score, _, lab) in order if value not in skipped]
 
 
 def _label(path: Sequence[str]) -> str:
-    named = [p for p in path if p]
-    return ".".join(named[-2:]) if named else "value"
+    for part in reversed(path):
+        if part:
+            return part[:32]
+    return "value"
 
 
-def _looks_like_id(text: str) -> bool:
-    return bool(_IDENT.fullmatch(text)) or bool(_DATE.fullmatch(text))
+def _score(kind: str, value: str) -> float:
+    shape = value_shape(value)
+    if shape in _SCORE_SHAPE:
+        return _SCORE_SHAPE[shape] + (0.5 if kind == "id" else 0.0)
+    if kind == "id":
+        return _SCORE_NAMED if len(value) <= 40 else _SCORE_OTHER
+    if kind == "status":
+        return _SCORE_STATUS
+    if kind == "amount":
+        return _SCORE_AMOUNT
+    return _SCORE_OTHER
 
 
-def _walk_json(value: Any, path: list[str], facts: _Facts, budget: list[int]) -> None:
+# -- JSON -----------------------------------------------------------------------------------
+
+
+def _walk_json(value: Any, path: list[str], facts: ValueFacts, budget: list[int]) -> None:
     budget[0] -= 1
     if budget[0] < 0:
         return
     key = path[-1] if path else ""
     if isinstance(value, dict):
-        id_keys = [k for k, v in value.items()
-                   if isinstance(k, str) and isinstance(v, (dict, list)) and _IDENT.fullmatch(k)]
-        if id_keys and key:
-            for k in id_keys:
-                facts.add("id", _label(path), k)
+        id_keys = [k for k, v in value.items() if isinstance(k, str)
+                   and isinstance(v, (dict, list)) and value_shape(k) == "ident"]
+        for k in id_keys:  # {"acct_7781": {...}}: the keys are identifiers
+            facts.add(_label(path), k, _score("id", k))
         for k, item in value.items():
             if k in id_keys and isinstance(item, dict):
                 _walk_json(item, [*path, ""], facts, budget)
@@ -191,7 +274,7 @@ def _walk_json(value: Any, path: list[str], facts: _Facts, budget: list[int]) ->
     label = _label(path)
     if isinstance(value, bool):
         if _STATUS_KEY.search(key) or _ERROR_KEY.search(key):
-            facts.add("status", label, str(value).lower())
+            facts.add(label, str(value).lower(), _SCORE_STATUS)
             if key.lower() in ("ok", "success") and not value:
                 facts.failed = True
         return
@@ -199,91 +282,162 @@ def _walk_json(value: Any, path: list[str], facts: _Facts, budget: list[int]) ->
         return
     if isinstance(value, (int, float)):
         text = format(value, "g") if isinstance(value, float) else str(value)
-        if _AMOUNT_KEY.search(key) or _STATUS_KEY.search(key):
-            facts.add("amount", label, text)
-        elif _ID_KEY.search(key):
-            facts.add("id", label, text)
+        kind = ("amount" if _AMOUNT_KEY.search(key) or _STATUS_KEY.search(key)
+                else "id" if _ID_KEY.search(key) else "other")
+        facts.add(label, text, _score(kind, text))
         return
     if not isinstance(value, str) or not value.strip():
         return
     clipped = _clip(value, _MAX_VALUE_CHARS)
     if _ERROR_KEY.search(key):
         facts.failed = True
-        facts.add("error", label, _clip(value, _MAX_ERROR_CHARS))
+        facts.add(label, _clip(value, _MAX_ERROR_CHARS), _SCORE_ERROR)
     elif _STATUS_KEY.search(key):
-        if value.strip().lower().replace(" ", "_") in _BAD_STATUS:
-            facts.failed = True
-        facts.add("status", label, clipped)
-    elif _DATE.fullmatch(value.strip()):
-        facts.add("date", label, value.strip())
-    elif _ID_KEY.search(key) or _looks_like_id(value.strip()):
-        facts.add("id", label, clipped)
+        bad = value.strip().lower().replace(" ", "_") in _BAD_STATUS
+        facts.failed = facts.failed or bad
+        facts.add(label, clipped, _SCORE_FAILED_STATUS if bad else _SCORE_STATUS)
+    elif _ID_KEY.search(key):
+        facts.add(label, clipped, _score("id", value))
     elif _AMOUNT_KEY.search(key):
-        facts.add("amount", label, clipped)
-    elif len(value) <= 40 and "\n" not in value:
-        facts.add("other", label, clipped)
+        facts.add(label, clipped, _score("amount", value))
+    elif value_shape(value) != "word" or (len(value) <= 40 and "\n" not in value):
+        facts.add(label, clipped, _score("other", value))
 
 
 # -- text -------------------------------------------------------------------------------------
 
 
-def _text_facts(text: str, facts: _Facts) -> None:
-    if len(text) > _SCAN_CHARS:  # bounded work: the start and the (most recent) end
-        text = text[: _SCAN_CHARS // 3] + "\n" + text[-2 * _SCAN_CHARS // 3:]
-    lines = [ln for ln in text.splitlines() if ln.strip()]
+def _near(text: str, line: str) -> str:
+    """The lines around the last occurrence of ``line`` in ``text`` (5 before, 2 after)."""
+    at = text.rfind(line)
+    if at < 0:
+        return ""
+    lo = at
+    for _ in range(6):
+        lo = text.rfind("\n", 0, lo - 1) if lo > 0 else -1
+        if lo < 0:
+            break
+    hi = at
+    for _ in range(3):
+        hi = text.find("\n", hi + 1)
+        if hi < 0:
+            break
+    return text[max(0, lo): hi if hi >= 0 else len(text)]
+
+
+def _text_value(word: str, facts: ValueFacts, bonus: float) -> None:
+    """Sort one word of text output: a path, a date, an amount, an identifier, or nothing."""
+    if len(word) < 3 or len(word) > 120:
+        return
+    if "/" in word:
+        if _HAS_ALPHA(word):
+            facts.add("paths", word, _SCORE_SHAPE["ident"] + bonus)
+    elif not _HAS_DIGIT(word):
+        return
+    elif _DATE.fullmatch(word):
+        facts.add("dates", word, _SCORE_SHAPE["date"] + bonus)
+    elif word[0] in "$€£¥" or word[-1] == "%":
+        if _MONEY.fullmatch(word):
+            facts.add("amounts", word, _SCORE_AMOUNT + bonus)
+    elif _HAS_ALPHA(word):
+        facts.add("ids", word, _SCORE_SHAPE["ident"] + bonus)
+
+
+def _text_facts(text: str, facts: ValueFacts, scan: int) -> None:
+    if len(text) > scan:  # bounded work: the start and the (most recent) end
+        text = text[: scan // 3] + "\n" + text[-2 * scan // 3:]
     errors = _error_lines(text)
+    strong: list[str] = []
     if errors:
         facts.failed = True
         strong = [ln for ln in errors if _STRONG_ERROR.search(ln)]
         for line in dict.fromkeys([*(strong[-1:]), errors[-1], errors[0]]):
-            facts.add("error", "error", _clip(line, _MAX_ERROR_CHARS))
-    if lines:
-        facts.add("status", "output", _clip(lines[0], 100))
-    for line in lines[:400]:
-        kv = _KV_LINE.match(line)
-        if kv is not None and len(kv.group(2)) <= 58:
-            facts.add("other", kv.group(1).strip(), _clip(kv.group(2), _MAX_VALUE_CHARS))
-    # where the (last) error is, then the start and the end of the output
-    near = ""
-    if errors:
-        last = (strong or errors)[-1]
-        at = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].strip() == last),
-                  len(lines) - 1)
-        near = "\n".join(lines[max(0, at - 5): at + 3])
-    head = near + "\n" + (text if len(text) <= 20000 else text[:10000] + "\n" + text[-10000:])
-    for match in _DATE.finditer(head):
-        facts.add("date", "dates", match.group())
-    for match in _MONEY.finditer(head):
-        facts.add("amount", "amounts", match.group().replace(" ", ""))
-    for match in _PATH.finditer(head):
-        facts.add("id", "paths", match.group())
-    for match in _TOKEN.finditer(head):  # cheap tokens, then the identifier test
-        token = match.group()
-        if (any(c.isdigit() for c in token) and any(c.isalpha() for c in token)
-                and not _DATE.fullmatch(token)):
-            facts.add("id", "ids", token)
-
-
-def _render(facts: _Facts, max_chars: int) -> list[str]:
-    out: list[str] = []
-    used = 0
-    for (_, label), values in sorted(facts.items.items(), key=lambda kv: kv[0][0]):
-        shown: list[str] = []
-        head = len(label) + 2
-        for value in values:
-            cost = len(value) + (2 if shown else 0)
-            if used + head + cost > max_chars:
-                break
-            shown.append(value)
-            used += cost
-        if shown:
-            used += head + 2
-            extra = len(values) - len(shown)
-            tail = f" (+{extra} more)" if extra else ""
-            out.append(f"{label}: {', '.join(shown)}{tail}")
-        if used >= max_chars:
+            facts.add("error", _clip(line, _MAX_ERROR_CHARS), _SCORE_ERROR)
+    first = text.lstrip().split("\n", 1)[0]
+    if first.strip():
+        facts.add("output", _clip(first, 100), _SCORE_STATUS)
+    # where the (last) error is, then the whole (scanned) output; C-level scans, each
+    # distinct match tested once
+    near = _near(text, (strong or errors)[-1]) if errors else ""
+    ident = _SCORE_SHAPE["ident"]
+    for part, bonus in ((near, _NEAR_ERROR_BONUS), (text, 0.0)):
+        if not part:
+            continue
+        if bonus:
+            for number in dict.fromkeys(_LINE_NO.findall(part)):
+                facts.add("line", number, ident + bonus)
+        if "USD" in part or "EUR" in part or "GBP" in part:
+            for found in dict.fromkeys(_CURRENCY_AFTER.findall(part)):
+                facts.add("amounts", found.replace(" ", ""), _SCORE_AMOUNT + bonus)
+        for word in dict.fromkeys(_WORD.findall(part)):
+            if "/" in word or _HAS_DIGIT(word):
+                _text_value(word.strip(".:,;+-"), facts, bonus)
+    _demote_enumerations(facts)
+    for count, kv in enumerate(_KV_LINES.finditer(text)):
+        if count >= 400:
             break
-    return out
+        value = _clip(kv.group(2), _MAX_VALUE_CHARS)
+        facts.add(kv.group(1).strip(), value, _score("other", value) + 0.5)
+
+
+def _demote_enumerations(facts: ValueFacts) -> None:
+    """In text output, identifiers that differ only in their digits (``value_1`` …
+    ``value_30`` in a file dump, ``test_case_7`` in a test log) are enumerations, not the
+    ids a later call reuses: each loses score with the size of its family."""
+    family = {value: _DIGITS.sub("#", value) for value in facts.items}
+    sizes: dict[str, int] = {}
+    for name in family.values():
+        sizes[name] = sizes.get(name, 0) + 1
+    for value, (score, order, label) in list(facts.items.items()):
+        size = sizes[family[value]]
+        if size > 2 and score < _SCORE_ERROR:
+            facts.items[value] = (max(_SCORE_OTHER, score - 2.0 * math.log2(size)), order, label)
+
+
+def extract(text: str, scan: int = SCAN_CHARS) -> ValueFacts:
+    """Every value of one tool result worth keeping, scored (see the module docstring).
+
+    JSON is walked by key name and value shape (``*_id``/``status``/``amount``-like keys,
+    values mixing letters and digits, ISO dates, identifier-like object keys); text is
+    scanned for error lines, ``key: value`` lines, line numbers next to the last error,
+    dates, amounts, paths and identifiers. ``scan`` bounds the work: characters of a text
+    result looked at (a third from its start, the rest from its end), and a JSON result's
+    nodes visited (``scan`` / 2)."""
+    facts = ValueFacts()
+    ok, value = _parse_json(text)
+    if ok:
+        _walk_json(value, [], facts, [max(1000, scan // 2)])
+        if not facts.items and isinstance(value, (str, int, float)):
+            facts.add("value", _clip(str(value), _MAX_VALUE_CHARS), _SCORE_OTHER)
+    else:
+        _text_facts(text, facts, scan)
+    return facts
+
+
+def render(pairs: Sequence[tuple[str, str]], max_chars: int
+           ) -> tuple[list[str], list[tuple[str, str]]]:
+    """The most important of ``pairs`` (label, value; most important first) that fit
+    ``max_chars``, shown as ``label: value, value`` items grouped by label in order of
+    importance; and the pairs left out (for a later, optional line). A value too long for
+    the room left is skipped for smaller ones; the first is clipped rather than nothing
+    shown."""
+    groups: dict[str, list[str]] = {}
+    rest: list[tuple[str, str]] = []
+    used = 0
+    for label, value in pairs:
+        if used >= max_chars - 6:
+            rest.append((label, value))
+            continue
+        cost = len(value) + 2 + (0 if label in groups else len(label) + 2)
+        if used + cost > max_chars:
+            if groups:
+                rest.append((label, value))
+                continue
+            value = _clip(value, max(8, max_chars - len(label) - 4))
+            cost = len(value) + len(label) + 4
+        groups.setdefault(label, []).append(value)
+        used += cost
+    return [f"{label}: {', '.join(values)}" for label, values in groups.items()], rest
 
 
 def key_facts(text: str, max_chars: int = DEFAULT_FACT_CHARS) -> list[str]:
@@ -292,42 +446,49 @@ def key_facts(text: str, max_chars: int = DEFAULT_FACT_CHARS) -> list[str]:
 
 
 def facts_and_failure(text: str, max_chars: int = DEFAULT_FACT_CHARS) -> tuple[list[str], bool]:
-    """The key facts of one tool result as ``label: value, value`` items, most important
-    first (errors, identifiers, statuses, dates, amounts), within about ``max_chars``.
-
-    JSON is walked by key name and value shape (``*_id``/``status``/``amount``-like keys,
-    values mixing letters and digits, ISO dates, identifier-like object keys); text is
-    scanned for error lines, ``key: value`` lines, dates, amounts, paths and identifiers.
-    """
-    facts = _Facts({})
-    ok, value = _parse_json(text)
-    if ok:
-        _walk_json(value, [], facts, [_MAX_NODES])
-        if not facts.items and isinstance(value, (str, int, float)):
-            facts.add("other", "value", _clip(str(value), _MAX_VALUE_CHARS))
-    else:
-        _text_facts(text, facts)
-    return _render(facts, max_chars), facts.failed
+    """The key facts of one tool result as ``label: value, value`` items, the most
+    reusable values first, within about ``max_chars``; and whether it reports a failure."""
+    facts = extract(text)
+    return render(facts.ranked(), max_chars)[0], facts.failed
 
 
 def is_failure(text: str) -> bool:
     """True when a tool result reports a failure (an error key or status in JSON, an
     error line in text)."""
-    facts = _Facts({})
     ok, value = _parse_json(text)
     if ok:
+        facts = ValueFacts()
         _walk_json(value, [], facts, [_MAX_NODES])
-    else:
-        head = text[:4000]
-        facts.failed = bool(_ERROR_LINE.search(head.splitlines()[0] if head.strip() else ""))
-        if not facts.failed and head.lstrip().lower().startswith(("error", "traceback")):
-            facts.failed = True
-    return facts.failed
+        return facts.failed
+    head = text[:4000]
+    if _ERROR_LINE.search(head.splitlines()[0] if head.strip() else ""):
+        return True
+    if head.lstrip().lower().startswith(("error", "traceback")):
+        return True
+    # a line that opens with an error (``KeyError: …``, ``FAILED tests/…``, ``ERROR …``)
+    # in the first or the last part of the output (a test run reports at its end)
+    window = text if len(text) <= 8000 else text[:4000] + "\n" + text[-4000:]
+    return _FAILURE_LINE.search(window) is not None
 
 
-def call_signature(name: str, arguments: str, max_chars: int = 200) -> str:
-    """A call as ``name(key=value, …)`` with its scalar arguments (nested values
-    abbreviated), within about ``max_chars``."""
+def _arg_values(item: Any, key: str) -> list[str]:
+    flat = ValueFacts()
+    _walk_json(item, [key], flat, [200])
+    return [v for v, _ in sorted(flat.items.items(), key=lambda kv: kv[1][1])]
+
+
+def call_values(arguments: str) -> list[str]:
+    """Every scalar value of a call's JSON arguments (for leaving them out of its
+    result's facts: the call shows them already)."""
+    ok, value = _parse_json(arguments)
+    if not ok or not isinstance(value, dict):
+        return []
+    return _arg_values(value, "")
+
+
+def call_signature(name: str, arguments: str, max_chars: int = 200, nested: int = 8) -> str:
+    """A call as ``name(key=value, …)`` with its scalar arguments (the first ``nested``
+    values of each nested one), within about ``max_chars``."""
     ok, value = _parse_json(arguments)
     if not ok or not isinstance(value, dict):
         args = _clip(arguments, max(8, max_chars - len(name) - 2)) if arguments.strip() not in (
@@ -336,10 +497,8 @@ def call_signature(name: str, arguments: str, max_chars: int = 200) -> str:
     parts: list[str] = []
     for key, item in value.items():
         if isinstance(item, (dict, list)):
-            flat = _Facts({})
-            _walk_json(item, [str(key)], flat, [200])
-            inner = [v for (_, _), vals in flat.items.items() for v in vals]
-            shown = ", ".join(inner[:6]) + (f", {_MORE}" if len(inner) > 6 else "")
+            inner = _arg_values(item, str(key))
+            shown = ", ".join(inner[:nested]) + (f", {_MORE}" if len(inner) > nested else "")
             parts.append(f"{key}=[{shown}]")
         elif isinstance(item, str):
             parts.append(f"{key}={_clip(item, _MAX_VALUE_CHARS)}")
@@ -349,112 +508,3 @@ def call_signature(name: str, arguments: str, max_chars: int = 200) -> str:
     if len(text) > max_chars:
         text = text[: max_chars - 1].rstrip(", ") + _MORE
     return f"{name}({text})"
-
-
-def observation_line(call: ToolCall | None, result: str, max_chars: int = DEFAULT_FACT_CHARS,
-                     tool_name: str | None = None) -> str:
-    """One compact record of a call and its result: ``name(args) → facts`` (``FAILED``
-    marked), on one line with no sentence breaks."""
-    name = call.name if call is not None else (tool_name or "tool")
-    head = call_signature(name, call.arguments, max_chars // 2) if call else f"{name}()"
-    room = max(40, max_chars - len(head) - 4)
-    facts = "; ".join(key_facts(result, room)) or "(no output)"
-    mark = " FAILED" if is_failure(result) else ""
-    return one_line(f"{head} →{mark} {facts}")
-
-
-@dataclass(frozen=True)
-class AgentLine:
-    """One record for a summary: the call's signature (the de-duplication key), the line,
-    the seq it came from, and whether it reports a failure."""
-
-    key: str
-    text: str
-    seq: int
-    failed: bool
-
-
-def agent_lines(messages: Iterable[StoredMessage], max_chars: int = DEFAULT_FACT_CHARS
-                ) -> list[AgentLine]:
-    """Calls and their results in ``messages`` as one line per call, de-duplicated by call
-    signature with the newest result winning; a failure is kept (as its own record, the
-    latest failure of each call) even when a later retry succeeded. A call whose result is
-    not among ``messages`` gets a line of its own (``pending``). Lines come in
-    conversation order of their (newest) result."""
-    calls: dict[str, tuple[ToolCall, int]] = {}
-    by_key: dict[str, AgentLine] = {}
-    for item in messages:
-        msg: Message = item.message
-        for requested in msg.tool_calls:
-            calls[requested.id] = (requested, item.seq)
-        if msg.role != "tool" or msg.tool_call_id is None:
-            continue
-        found = calls.pop(msg.tool_call_id, None)
-        call: ToolCall | None = found[0] if found else None
-        key = call_signature(call.name, call.arguments, 200) if call else (
-            f"{msg.name or 'tool'}#{msg.tool_call_id}")
-        failed = is_failure(msg.text)
-        line = AgentLine(key + (" !" if failed else ""),
-                         observation_line(call, msg.text, max_chars, msg.name), item.seq, failed)
-        by_key.pop(line.key, None)
-        by_key[line.key] = line
-    for pending, seq in calls.values():
-        key = call_signature(pending.name, pending.arguments, 200)
-        by_key.setdefault(key, AgentLine(key, one_line(f"{key} → pending"), seq, False))
-    return sorted(by_key.values(), key=lambda line: line.seq)
-
-
-# -- the offline summarizer's hook ----------------------------------------------------------
-
-#: The speaker agent-state records are written under in a summary.
-AGENT_SPEAKER = "Tools"
-
-
-def agent_records(messages: Sequence[StoredMessage]) -> dict[int, AgentLine]:
-    """:func:`agent_lines` of a fold's span, by the seq each record stands at (the result's,
-    or the call's for a pending call). Empty when the span has no tool traffic."""
-    if not any(m.message.tool_calls or m.message.role == "tool" for m in messages):
-        return {}
-    return {line.seq: line for line in agent_lines(messages)}
-
-
-#: Salience bonus per token of an agent record (a chat sentence earns well under 1 per token):
-#: the summary keeps the state lines first, failures and the newest fold's lines ahead.
-RECORD_BONUS_PER_TOKEN = 1.5
-
-
-def record_bonus(fact: Fact, tokens: int) -> float:
-    """The extra salience of an agent record (see :data:`RECORD_BONUS_PER_TOKEN`)."""
-    weight = RECORD_BONUS_PER_TOKEN * (1.5 if "FAILED" in fact.text else 1.0)
-    source, position = fact.order[0], fact.order[1]
-    # newer first: this fold's records before the previous summary's, later seqs first
-    weight *= 1.0 + 0.5 * min(source, 1) + 0.2 * position / (position + 1000)
-    return weight * max(1, tokens)
-
-
-def _key_of(text: str) -> str:
-    return text.split(" →", 1)[0].strip()
-
-
-def drop_superseded(facts: list[Fact], records: Iterable[AgentLine]) -> list[Fact]:
-    """The previous summary's facts without the agent records that a newer record of the
-    same call replaces (the newest value wins across folds); failures stay."""
-    keys = {_key_of(r.text) for r in records}
-    return [
-        f for f in facts
-        if not (f.speaker == AGENT_SPEAKER and _key_of(f.text) in keys and "FAILED" not in f.text)
-    ]
-
-
-def agent_facts(seq: int, message: Message, records: dict[int, AgentLine],
-                day: date | None) -> list[Fact]:
-    """The facts a tool-traffic message contributes to a summary: its record (if it is the
-    one kept for its call), and an assistant's own words beside its calls."""
-    out: list[Fact] = []
-    if message.role == "assistant" and message.text.strip():
-        out.append(Fact(one_line(message.text)[:DEFAULT_FACT_CHARS],
-                        "Assistant", day, (1, seq, 0)))
-    line = records.get(seq)
-    if line is not None:  # ends a sentence, so a summary parses it back as one fact
-        out.append(Fact(line.text.rstrip(" .") + ".", AGENT_SPEAKER, day, (1, seq, 1)))
-    return out

@@ -31,7 +31,7 @@ threshold is a field of :class:`~.weights.Weights`, chosen by cross-validation.
 
 Tool traffic: an assistant message with ``tool_calls`` and a ``tool`` message are never
 merged into a burst; each is one utterance of its own, whose facts :meth:`_unit_facts`
-makes; with tool traffic in the span, :mod:`.agent_state` makes them instead: one line
+makes; with tool traffic in the span, :mod:`.agent_records` makes them instead: one line
 per call and result (``name(args) → key facts``), the newest value winning.
 """
 
@@ -46,12 +46,14 @@ from datetime import datetime
 from ..errors import SummarizationError
 from ..messages import Message, StoredMessage, render_text
 from ..tokens import TokenCounter
-from .agent_state import (
+from .agent_records import (
     AGENT_SPEAKER,
     agent_facts,
     agent_records,
+    compact_records,
     drop_superseded,
     record_bonus,
+    user_value_bonus,
 )
 from .base import SummaryRequest, SummaryResult
 from .corrections import is_correction, supersede
@@ -233,9 +235,19 @@ class ExtractiveSummarizer:
             facts.extend(self._unit_facts(unit, lowered, lang, resolver, corrective))
         if self.corrections:
             facts = supersede(facts, lang, corrective)
-        if self.dedupe:
-            facts = _dedupe(facts, lang)
-        candidates = self._score(facts, {f.speaker for f in facts if f.speaker}, lang, counter)
+        facts = compact_records(facts)  # agent records: each value written once
+        if self.dedupe:  # agent records are one per call already: a core line and its
+            # second line share most words, and neither may swallow the other
+            records = [f for f in facts if f.speaker == AGENT_SPEAKER]
+            facts = _dedupe([f for f in facts if f.speaker != AGENT_SPEAKER], lang) + records
+        # in an agent fold, the user's sentences that state values rank with the records
+        users: frozenset[str] = frozenset()
+        if agent or any(f.speaker == AGENT_SPEAKER for f in facts):
+            users = frozenset({"User"} | {
+                name for m in messages if m.message.role == "user"
+                and (name := speakers.canonical(m.message.name or "User")) is not None})
+        candidates = self._score(facts, {f.speaker for f in facts if f.speaker}, lang, counter,
+                                 users)
         chosen = self._select(candidates, max_tokens, counter)
         return _fit(chosen, candidates, max_tokens, counter)
 
@@ -310,7 +322,12 @@ class ExtractiveSummarizer:
         return out
 
     def _score(
-        self, facts: list[Fact], speakers: set[str], lang: Language, counter: TokenCounter
+        self,
+        facts: list[Fact],
+        speakers: set[str],
+        lang: Language,
+        counter: TokenCounter,
+        users: frozenset[str] = frozenset(),
     ) -> list[_Candidate]:
         w = self.weights
         fw = None if lang.code == "en" else lang.function_words
@@ -340,6 +357,8 @@ class ExtractiveSummarizer:
             tokens = counter.count(" " + sentence_text(fact.text))
             if fact.speaker == AGENT_SPEAKER:  # agent state: what the next call needs
                 bonus, factor = bonus + record_bonus(fact, tokens), 1.0
+            elif fact.speaker in users and (extra := user_value_bonus(fact, tokens)):
+                bonus, factor = bonus + extra, 1.0
             out.append(_Candidate(fact, terms, bonus, factor, max(1, tokens)))
         return out
 

@@ -1,0 +1,121 @@
+"""The per-session views of an engine: one :class:`~contextfold.context.LiveView` per
+session, kept between calls so that ``context()`` costs O(1), least recently used evicted;
+and what the fold policy sees of them with observation masking on (sizes as shown, the
+newest tool result kept out of folds)."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from .context import Context, LiveView
+from .masking import Masking
+from .messages import StoredMessage
+from .policy import FoldPlan, SessionStats
+from .tokens import TokenCounter
+
+__all__ = ["ViewCache"]
+
+
+class ViewCache:
+    """One :class:`LiveView` per session for an engine, least recently used evicted.
+
+    Thread-safe: the sync front runs in its callers' threads, so each view has a lock
+    (view code never awaits, so a thread lock is safe on the event loop too).
+    """
+
+    def __init__(self, counter: TokenCounter, masking: Masking | None, size: int = 1024) -> None:
+        self.counter = counter
+        self.masking = masking
+        self.size = size
+        self._views: OrderedDict[str, tuple[threading.Lock, LiveView]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _get(self, session_id: str, create: bool = True) -> tuple[threading.Lock, LiveView] | None:
+        with self._lock:
+            hit = self._views.get(session_id)
+            if hit is not None:
+                self._views.move_to_end(session_id)
+            elif create:
+                view = LiveView(self.counter, self.masking)
+                hit = self._views[session_id] = (threading.Lock(), view)
+                while len(self._views) > self.size:
+                    self._views.popitem(last=False)
+            return hit
+
+    def forget(self, session_id: str) -> None:
+        with self._lock:
+            self._views.pop(session_id, None)
+
+    def build(self, session_id: str, live: Sequence[StoredMessage], **options: Any) -> Context:
+        """Sync the session's view with ``live`` and build a context (see
+        :meth:`LiveView.build` for ``options``)."""
+        hit = self._get(session_id)
+        assert hit is not None
+        with hit[0]:
+            hit[1].sync(live)
+            return hit[1].build(**options)
+
+    def extend(self, session_id: str, appended: Sequence[StoredMessage]) -> None:
+        """Take in messages just appended, if the session's view is exactly one append
+        behind (otherwise the next :meth:`build` re-syncs from the store)."""
+        hit = self._get(session_id, create=False)
+        if hit is None or not appended:
+            return
+        with hit[0]:
+            view = hit[1]
+            if view.items and view.items[-1].seq + 1 == appended[0].seq:
+                for item in appended:
+                    view._push(item)
+
+    def masked_stats(self, session_id: str, stats: SessionStats) -> SessionStats:
+        """``stats`` with ``live_tokens`` as the live messages cost shown with masking, when
+        this process's view of the session is current; else ``stats`` unchanged."""
+        if self.masking is None:
+            return stats
+        hit = self._get(session_id, create=False)
+        if hit is None:
+            return stats
+        with hit[0]:
+            view = hit[1]
+            if (
+                not view.items
+                or view.items[-1].seq != stats.last_seq
+                or view.items[0].seq != stats.through_seq + 1
+                or view._full[-1] != stats.live_tokens
+            ):
+                return stats
+            return replace(stats, live_tokens=view.masked_tokens)
+
+    def keep_newest_result(self, session_id: str, plan: FoldPlan | None) -> FoldPlan | None:
+        """With masking on (agent mode), ``plan`` cut back so that the newest tool result's
+        group, and everything after it, stays live and visible; None if nothing is left."""
+        if self.masking is None or plan is None or plan.action != "fold" or plan.at_rest:
+            return plan
+        hit = self._get(session_id, create=False)
+        if hit is None:
+            return plan
+        with hit[0]:
+            view = hit[1]
+            if view._last_tool < 0 or not view.items or view.items[0].seq > plan.lo:
+                return plan
+            first_kept = view.items[view._group[view._last_tool]].seq
+        if plan.hi < first_kept:
+            return plan
+        return replace(plan, hi=first_kept - 1) if first_kept - 1 >= plan.lo else None
+
+    def masked_plan_input(
+        self, session_id: str, stats: SessionStats, live: Sequence[StoredMessage]
+    ) -> tuple[SessionStats, Sequence[StoredMessage]]:
+        """(stats, live) as a policy should see them with masking on: sizes as shown."""
+        if self.masking is None or not live:
+            return stats, live
+        hit = self._get(session_id)
+        assert hit is not None
+        with hit[0]:
+            view = hit[1]
+            view.sync(live)
+            return replace(stats, live_tokens=view.masked_tokens), view.masked_live()
