@@ -42,11 +42,11 @@ from .base import (
     keeps_summary_text,
     plan_append,
 )
+from .postgres_commits import COMMIT_FOLD, COMMIT_FOLDS, CommitGroup, explain_commit_miss
 from .postgres_schema import (
     CLAIM_DUE,
     CLAIM_MANY,
     CLAIM_SESSION,
-    COMMIT_FOLD,
     LEDGER_INSERT,
     LEDGER_SELECT,
     MIGRATIONS,
@@ -55,7 +55,6 @@ from .postgres_schema import (
     SNAPSHOT_MANY,
     SNAPSHOT_ONE,
     VERSIONS_SELECT,
-    explain_commit_miss,
     ledger_params,
     migrate,
 )
@@ -139,6 +138,7 @@ class PostgresStore:
         self._sync_pool_lock = threading.Lock()
         self._closed = False
         self._decoder = MessageDecoder()
+        self._commits = CommitGroup(self._commit_one, self._commit_many)
 
     def __repr__(self) -> str:
         return f"PostgresStore({redact_url(self.url)!r}, schema={self.schema!r})"
@@ -301,7 +301,9 @@ class PostgresStore:
     async def commit_fold(self, commit: FoldCommit, entry: LedgerEntry) -> Summary:
         """One statement: the compare-and-set update of the session row, the retention
         step and the ledger row commit together or not at all, and the session row is
-        locked only while that statement runs. If nothing matched, a second read says why."""
+        locked only while that statement runs. Commits that wait while others are in
+        flight go out together as one statement (:mod:`.postgres_commits`), each with its
+        own compare-and-set. If a commit matched nothing, a second read says why."""
         lease = commit.lease
         params = {
             "sid": commit.session_id,
@@ -317,14 +319,28 @@ class PostgresStore:
             "token": lease.token if lease else None,
             **{f"l_{c}": v for c, v in zip(LEDGER_COLUMNS, ledger_params(entry), strict=True)},
         }
+        matched = await (self._commit_one(params) if inline() else self._commits.commit(params))
+        if not matched:
 
-        async def do(conn: Conn) -> Summary:
-            cur = await conn.execute(COMMIT_FOLD, params)
-            if await cur.fetchone() is None:
+            async def explain(conn: Conn) -> None:
                 await explain_commit_miss(conn, commit)
-            return Summary(
-                commit.text, commit.hi, commit.expected_version + 1, commit.tokens, entry.started_at
-            )
+
+            await self._tx(explain, single=True)
+        return Summary(
+            commit.text, commit.hi, commit.expected_version + 1, commit.tokens, entry.started_at
+        )
+
+    async def _commit_one(self, params: dict[str, Any]) -> bool:
+        async def do(conn: Conn) -> bool:
+            cur = await conn.execute(COMMIT_FOLD, params)
+            return await cur.fetchone() is not None
+
+        return await self._tx(do, single=True)
+
+    async def _commit_many(self, params: dict[str, Any]) -> set[str]:
+        async def do(conn: Conn) -> set[str]:
+            cur = await conn.execute(COMMIT_FOLDS, params)
+            return {row[0] for row in await cur.fetchall()}
 
         return await self._tx(do, single=True)
 
@@ -421,8 +437,11 @@ class PostgresStore:
         async def do(conn: Conn) -> None:
             await conn.execute(
                 RELEASE_MANY,
-                ([x.session_id for x in leases], [x.owner for x in leases],
-                 [x.token for x in leases]),
+                (
+                    [x.session_id for x in leases],
+                    [x.owner for x in leases],
+                    [x.token for x in leases],
+                ),
             )
 
         if leases:
@@ -495,8 +514,13 @@ class PostgresStore:
                     stats = session_stats(row)
                     summary = None
                     if row[10] is not None:
-                        summary = Summary(row[10], stats.through_seq, stats.summary_version,
-                                          stats.summary_tokens, row[11])
+                        summary = Summary(
+                            row[10],
+                            stats.through_seq,
+                            stats.summary_version,
+                            stats.summary_tokens,
+                            row[11],
+                        )
                     snap = out[sid] = Snapshot(stats, summary, [])
                 if row[12] is not None:
                     snap.live.append(self._decoder.decode(sid, row[12], row[13], row[14]))
@@ -602,4 +626,3 @@ class _NothingToWrite(Exception):
     def __init__(self, result: AppendResult) -> None:
         super().__init__("nothing to write")
         self.result = result
-
