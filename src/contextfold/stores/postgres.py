@@ -7,11 +7,13 @@ code. Same schema concepts as SQLite (``sessions`` with running totals and the
 migrated by :meth:`PostgresStore.setup` under an advisory lock so any number of
 processes may call it at once.
 
-Locking: a write locks its one ``sessions`` row first (``FOR UPDATE``), then messages, so
-locks are taken in one order and held for a few statements. No transaction spans a
-summarizer call, so an append waits for another short transaction at most, never for a
-fold. Workers claim with ``FOR UPDATE SKIP LOCKED``; leases use the server clock (skewed
-worker clocks agree on expiry). Statement, lock and idle-in-transaction timeouts are set.
+Locking: a write locks its ``sessions`` row first (``FOR UPDATE``; a group of fold
+commits locks its rows in session id order), then messages, so locks are taken in one
+order and held for a few statements. No transaction spans a summarizer call, so an append
+waits for another short transaction at most, never for a fold. Fold commits, and their
+grouping, are in :mod:`.postgres_commits`; due marks and leases (server clock, ``SKIP
+LOCKED`` claims) in :mod:`.postgres_leases`. Statement, lock and idle-in-transaction
+timeouts are set.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ import json
 import re
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypeVar, cast
 
@@ -29,6 +30,7 @@ from ..errors import ConfigError, ContextFoldError, StorageError
 from ..inline import inline, run_elsewhere
 from ..messages import StoredMessage
 from ..policy import SessionStats
+from . import postgres_leases as lease_sql
 from .base import (
     AppendResult,
     FoldCommit,
@@ -44,13 +46,9 @@ from .base import (
 )
 from .postgres_commits import COMMIT_FOLD, COMMIT_FOLDS, CommitGroup, explain_commit_miss
 from .postgres_schema import (
-    CLAIM_DUE,
-    CLAIM_MANY,
-    CLAIM_SESSION,
     LEDGER_INSERT,
     LEDGER_SELECT,
     MIGRATIONS,
-    RELEASE_MANY,
     SESSION_COLS,
     SNAPSHOT_MANY,
     SNAPSHOT_ONE,
@@ -399,90 +397,37 @@ class PostgresStore:
     # -- due sessions and leases -----------------------------------------------------------
 
     async def mark_due(self, session_id: str, due_at: datetime | None, *, as_of_seq: int) -> None:
-        async def do(conn: Conn) -> None:
-            await conn.execute(
-                "UPDATE sessions SET due_at = %s, due_seq = %s "
-                "WHERE session_id = %s AND due_seq <= %s",
-                (due_at, as_of_seq, session_id, as_of_seq),
-            )
-
-        await self._tx(do, single=True)
+        await self._tx(lambda c: lease_sql.mark_due(c, session_id, due_at, as_of_seq), single=True)
 
     async def claim_due(self, owner: str, *, limit: int, lease_seconds: float) -> list[Lease]:
-        async def do(conn: Conn) -> list[Lease]:
-            cur = await conn.execute(CLAIM_DUE, (limit, owner, float(lease_seconds)))
-            rows = sorted(await cur.fetchall(), key=lambda r: (r[3], r[0]))
-            return [Lease(sid, owner, token, expires) for sid, token, expires, _ in rows]
-
-        return await self._tx(do, single=True)
+        return await self._tx(lambda c: lease_sql.claim_due(c, owner, limit, lease_seconds),
+                              single=True)
 
     async def claim(self, session_id: str, owner: str, *, lease_seconds: float) -> Lease | None:
-        async def do(conn: Conn) -> Lease | None:
-            cur = await conn.execute(CLAIM_SESSION, (owner, float(lease_seconds), session_id))
-            row = await cur.fetchone()
-            return None if row is None else Lease(session_id, owner, row[0], row[1])
-
-        return await self._tx(do, single=True)
+        return await self._tx(lambda c: lease_sql.claim(c, session_id, owner, lease_seconds),
+                              single=True)
 
     async def claim_many(
         self, session_ids: Sequence[str], owner: str, *, lease_seconds: float
     ) -> list[Lease]:
-        async def do(conn: Conn) -> list[Lease]:
-            cur = await conn.execute(CLAIM_MANY, (owner, float(lease_seconds), list(session_ids)))
-            return [Lease(sid, owner, token, exp) for sid, token, exp in await cur.fetchall()]
-
-        return await self._tx(do, single=True) if session_ids else []
+        if not session_ids:
+            return []
+        return await self._tx(
+            lambda c: lease_sql.claim_many(c, session_ids, owner, lease_seconds), single=True
+        )
 
     async def release_many(self, leases: Sequence[Lease]) -> None:
-        async def do(conn: Conn) -> None:
-            await conn.execute(
-                RELEASE_MANY,
-                (
-                    [x.session_id for x in leases],
-                    [x.owner for x in leases],
-                    [x.token for x in leases],
-                ),
-            )
-
         if leases:
-            await self._tx(do, single=True)
+            await self._tx(lambda c: lease_sql.release_many(c, leases), single=True)
 
     async def renew(self, lease: Lease, *, lease_seconds: float) -> Lease | None:
-        async def do(conn: Conn) -> Lease | None:
-            cur = await conn.execute(
-                "UPDATE sessions SET lease_expires = now() + make_interval(secs => %s) "
-                "WHERE session_id = %s AND lease_owner = %s AND lease_token = %s "
-                "AND lease_expires > now() RETURNING lease_expires",
-                (float(lease_seconds), lease.session_id, lease.owner, lease.token),
-            )
-            row = await cur.fetchone()
-            return replace(lease, expires_at=row[0]) if row else None
-
-        return await self._tx(do, single=True)
+        return await self._tx(lambda c: lease_sql.renew(c, lease, lease_seconds), single=True)
 
     async def release(self, lease: Lease, *, due_at: datetime | None, as_of_seq: int) -> bool:
-        async def do(conn: Conn) -> bool:
-            cur = await conn.execute(
-                "UPDATE sessions SET lease_owner = NULL, lease_expires = NULL, "
-                "due_at = CASE WHEN due_seq <= %s THEN %s ELSE due_at END, "
-                "due_seq = greatest(due_seq, %s) "
-                "WHERE session_id = %s AND lease_owner = %s AND lease_token = %s",
-                (as_of_seq, due_at, as_of_seq, lease.session_id, lease.owner, lease.token),
-            )
-            return cur.rowcount == 1
-
-        return await self._tx(do, single=True)
+        return await self._tx(lambda c: lease_sql.release(c, lease, due_at, as_of_seq), single=True)
 
     async def list_due(self, *, limit: int | None = 100) -> list[tuple[str, datetime]]:
-        async def do(conn: Conn) -> list[tuple[str, datetime]]:
-            cur = await conn.execute(
-                "SELECT session_id, due_at FROM sessions WHERE due_at IS NOT NULL "
-                "ORDER BY due_at, session_id LIMIT %s",
-                (limit,),
-            )
-            return [(sid, at) for sid, at in await cur.fetchall()]
-
-        return await self._tx(do, single=True)
+        return await self._tx(lambda c: lease_sql.list_due(c, limit), single=True)
 
     # -- reads -----------------------------------------------------------------------------
 

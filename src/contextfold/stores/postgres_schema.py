@@ -11,14 +11,10 @@ from .base import LedgerEntry
 from .rows import LEDGER_COLUMNS, ledger_values
 
 __all__ = [
-    "CLAIM_DUE",
-    "CLAIM_MANY",
-    "CLAIM_SESSION",
     "LEDGER_INSERT",
     "LEDGER_SELECT",
     "MIGRATIONS",
     "MIGRATION_LOCK",
-    "RELEASE_MANY",
     "SESSION_COLS",
     "SESSION_COLS_S",
     "SNAPSHOT_MANY",
@@ -147,40 +143,6 @@ LEDGER_INSERT = (
 )
 LEDGER_SELECT = ", ".join(("id", *LEDGER_COLUMNS))
 STARTED_AT = LEDGER_COLUMNS.index("started_at")
-#: Lease up to N due, unleased sessions, most overdue first; concurrent claimers skip.
-CLAIM_DUE = (
-    "WITH due AS ("
-    " SELECT session_id FROM sessions WHERE due_at <= now()"
-    " AND (lease_expires IS NULL OR lease_expires <= now())"
-    " ORDER BY due_at, session_id LIMIT %s FOR UPDATE SKIP LOCKED)"
-    " UPDATE sessions s SET lease_owner = %s,"
-    " lease_expires = now() + make_interval(secs => %s),"
-    " lease_token = s.lease_token + 1"
-    " FROM due WHERE s.session_id = due.session_id"
-    " RETURNING s.session_id, s.lease_token, s.lease_expires, s.due_at"
-)
-
-#: Lease one session (due or not) unless its lease is unexpired; server clock.
-CLAIM_SESSION = (
-    "UPDATE sessions SET lease_owner = %s, lease_expires = now() + make_interval(secs => %s), "
-    "lease_token = lease_token + 1 WHERE session_id = %s "
-    "AND (lease_expires IS NULL OR lease_expires <= now()) RETURNING lease_token, lease_expires"
-)
-
-CLAIM_MANY = (
-    "UPDATE sessions SET lease_owner = %s, lease_expires = now() + make_interval(secs => %s), "
-    "lease_token = lease_token + 1 WHERE session_id = ANY(%s) "
-    "AND (lease_expires IS NULL OR lease_expires <= now()) "
-    "RETURNING session_id, lease_token, lease_expires"
-)
-
-#: End the listed leases that are still current (arrays of session id, owner, token).
-RELEASE_MANY = (
-    "UPDATE sessions s SET lease_owner = NULL, lease_expires = NULL "
-    "FROM unnest(%s::text[], %s::text[], %s::bigint[]) AS l(sid, owner, token) "
-    "WHERE s.session_id = l.sid AND s.lease_owner = l.owner AND s.lease_token = l.token"
-)
-
 MIGRATION_LOCK = 0x636F6E74  # advisory lock key ("cont"), scoped to the database
 
 
