@@ -26,7 +26,7 @@ def _msgs(sid: str) -> list[PreparedMessage]:
     # every third message carries a client id: with delete retention it stays as a tombstone
     return [
         PreparedMessage(
-            Message(role="user", content=f"{sid} note {i}", id=f"{sid}-{i}" if i % 3 == 0 else None),
+            Message(role="user", content=f"{sid} {i}", id=f"{sid}-{i}" if i % 3 == 0 else None),
             2 + i,
         )
         for i in range(6)
@@ -39,6 +39,15 @@ def _fold(sid: str, i: int, version: int = 0) -> tuple[FoldCommit, LedgerEntry]:
     entry = LedgerEntry(sid, "committed", "test", 1, hi, hi, 10, 5 + i, 7, 3, 1, "m",
                         1.5, started_at=T0, key=f"k-{sid}")
     return commit, entry
+
+
+async def _seeded(pg_url: str, n: int) -> tuple[PostgresStore, list[str]]:
+    store = PostgresStore(pg_url, schema=fresh_schema())
+    await store.setup()
+    sids = [f"s{i}" for i in range(n)]
+    for sid in sids:
+        await store.append(sid, _msgs(sid), T0)
+    return store, sids
 
 
 async def _state(store: PostgresStore, sid: str) -> tuple[Any, ...]:
@@ -114,12 +123,8 @@ def test_a_group_that_fails_as_a_whole_commits_its_folds_one_by_one(pg_url: str)
     that fold alone gets the error, the others in its group commit."""
 
     async def main() -> None:
-        store = PostgresStore(pg_url, schema=fresh_schema())
+        store, sids = await _seeded(pg_url, 8)
         try:
-            await store.setup()
-            sids = [f"s{i}" for i in range(8)]
-            for sid in sids:
-                await store.append(sid, _msgs(sid), T0)
 
             async def one(i: int, sid: str) -> str:
                 commit, entry = _fold(sid, i)
@@ -148,12 +153,8 @@ def test_lease_fence_holds_inside_a_group(pg_url: str) -> None:
     """Grouped commits fenced by leases: the ones whose lease was taken over are refused."""
 
     async def main() -> None:
-        store = PostgresStore(pg_url, schema=fresh_schema())
+        store, sids = await _seeded(pg_url, 10)
         try:
-            await store.setup()
-            sids = [f"s{i}" for i in range(10)]
-            for sid in sids:
-                await store.append(sid, _msgs(sid), T0)
             leases = {x.session_id: x for x in await store.claim_many(sids, "w1", lease_seconds=30)}
             stale = {"s2", "s7"}
             for sid in stale:  # expire and re-take: the first owner's token is stale
