@@ -58,9 +58,13 @@ from .postgres_schema import (
 )
 from .rows import (
     LEDGER_COLUMNS,
+    LEDGER_TOTALS,
+    LedgerTotals,
     MessageDecoder,
     encode_message,
     ledger_from_row,
+    ledger_totals_from_rows,
+    prefix_range,
     session_stats,
     version_from_row,
 )
@@ -538,6 +542,20 @@ class PostgresStore:
                 (session_id, session_id, limit),
             )
             return [ledger_from_row(r) for r in await cur.fetchall()]
+
+        return await self._tx(do, single=True)
+
+    async def ledger_totals(self, session_prefix: str) -> list[LedgerTotals]:
+        """Per (model, committed) sums of the ledger rows of the sessions whose id starts
+        with ``session_prefix``: a range over the ledger's ``COLLATE "C"`` session index
+        (code point order, whatever the database's collation), so the cost follows the
+        rows in range, not the ledger."""
+        lo, hi = prefix_range(session_prefix)
+        sql = LEDGER_TOTALS.format(sid='session_id COLLATE "C"').replace("?", "%s")
+
+        async def do(conn: Conn) -> list[LedgerTotals]:
+            cur = await conn.execute(sql, (lo, hi))
+            return ledger_totals_from_rows(await cur.fetchall())
 
         return await self._tx(do, single=True)
 

@@ -116,12 +116,20 @@ CREATE TABLE summary_versions (
 );
 """
 
-#: Ordered (version, name, SQL), the same steps as SQLite's. Append; never edit one.
+# Ledger rows by session id *prefix* (a tenant's usage): a range in code point order, which
+# the default index serves only under a "C" database collation; SQLite compares BINARY.
+_LEDGER_PREFIX = """
+CREATE INDEX ledger_session_prefix ON ledger ((session_id COLLATE "C"));
+"""
+
+#: Ordered (version, name, SQL), SQLite's steps plus 5 (PostgreSQL only). Append; never
+#: edit one.
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial schema", _INITIAL),
     (2, "due sessions and leases", _DUE_AND_LEASES),
     (3, "pii vault", _PII_VAULT),
     (4, "summary versions", _SUMMARY_VERSIONS),
+    (5, "ledger by session prefix", _LEDGER_PREFIX),
 ]
 
 VERSION_COLS = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -143,3 +143,44 @@ def version_values(version: SummaryVersion) -> tuple[Any, ...]:
 def version_from_row(row: Sequence[Any]) -> SummaryVersion:
     sid, version, lo, through, at_seq, tokens, live, text, at = row
     return SummaryVersion(sid, version, lo, through, at_seq, tokens, live, text, decode_time(at))
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerTotals:
+    """Sums over the ledger rows of one ``model`` with one kind of outcome (``committed``
+    or not): what a usage report adds up, computed by the database (``ledger_totals``)."""
+
+    model: str | None
+    committed: bool
+    attempts: int
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    messages_folded: int
+    tokens_folded: int
+
+
+#: Per (model, committed) sums of the ledger rows whose session id is in [?, ?): a range
+#: over the ledger's session index, so the cost follows the rows in range, not the ledger.
+LEDGER_TOTALS = (
+    "SELECT model, outcome = 'committed' AS done, count(*), coalesce(sum(calls), 0), "
+    "coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), "
+    "coalesce(sum(messages_folded), 0), coalesce(sum(tokens_folded), 0) FROM ledger "
+    "WHERE {sid} >= ? AND {sid} < ? GROUP BY model, done"
+)
+
+
+def prefix_range(prefix: str) -> tuple[str, str]:
+    """[lo, hi): in code point order, exactly the strings that start with ``prefix``."""
+    if not prefix:
+        raise ValueError("an empty prefix names every session")
+    after = ord(prefix[-1]) + 1
+    if after > 0x10FFFF:
+        raise ValueError("the prefix cannot end with U+10FFFF")
+    if 0xD800 <= after <= 0xDFFF:  # surrogates are not text: next is U+E000
+        after = 0xE000
+    return prefix, prefix[:-1] + chr(after)
+
+
+def ledger_totals_from_rows(rows: Sequence[Sequence[Any]]) -> list[LedgerTotals]:
+    return [LedgerTotals(r[0], bool(r[1]), *(int(v) for v in r[2:])) for r in rows]

@@ -44,6 +44,7 @@ from .base import (
 )
 from .rows import (
     LEDGER_COLUMNS,
+    LedgerTotals,
     MessageDecoder,
     decode_time,
     encode_message,
@@ -361,28 +362,10 @@ class SQLiteStore:
         return await self._write(lambda conn: schema.renew_lease(conn, lease, lease_seconds))
 
     async def release(self, lease: Lease, *, due_at: datetime | None, as_of_seq: int) -> bool:
-        def do(conn: sqlite3.Connection) -> bool:
-            if not schema.holds_lease(conn, lease, unexpired=False):
-                return False
-            conn.execute(
-                "UPDATE sessions SET lease_owner = NULL, lease_expires = NULL WHERE session_id = ?",
-                (lease.session_id,),
-            )
-            schema.mark_due(conn, lease.session_id, due_at, as_of_seq)
-            return True
-
-        return await self._write(do)
+        return await self._write(lambda conn: schema.release_lease(conn, lease, due_at, as_of_seq))
 
     async def list_due(self, *, limit: int | None = 100) -> list[tuple[str, datetime]]:
-        def do(conn: sqlite3.Connection) -> list[tuple[str, datetime]]:
-            rows = conn.execute(
-                "SELECT session_id, due_at FROM sessions WHERE due_at IS NOT NULL "
-                "ORDER BY due_at, session_id LIMIT ?",
-                (-1 if limit is None else limit,),
-            ).fetchall()
-            return [(sid, schema.from_epoch(at)) for sid, at in rows]
-
-        return await self._call(do)
+        return await self._call(lambda conn: schema.list_due(conn, limit))
 
     async def record_attempt(self, entry: LedgerEntry) -> int:
         return await self._write(lambda conn: self._insert_ledger(conn, entry))
@@ -542,6 +525,11 @@ class SQLiteStore:
         return await self._read(
             lambda conn: schema.read_versions(conn, session_id, after_version, limit, text)
         )
+
+    async def ledger_totals(self, session_prefix: str) -> list[LedgerTotals]:
+        """Per (model, committed) sums of the ledger rows of the sessions whose id starts
+        with ``session_prefix`` — a range over the ledger's session index."""
+        return await self._read(lambda conn: schema.ledger_totals(conn, session_prefix))
 
     async def ledger(
         self, session_id: str | None = None, *, limit: int | None = 100
