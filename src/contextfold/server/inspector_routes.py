@@ -24,7 +24,6 @@ from ..context import Context
 from ..stores.base import LedgerEntry, SummaryVersion, keeps_summary_text
 from ..summarizers.fact_check import lost_facts
 from ..tokens import TokenCounter, count_message
-from .catalog import SessionRow
 from .deps import PROBLEM_RESPONSES, current_tenant, get_state, tenant_session
 from .inspector_data import (
     context_series,
@@ -79,7 +78,9 @@ async def inspect_sessions(
                                         "previous page")] = None,
 ) -> InspectSessionsPage:
     after = _decode(cursor, sort)
-    rows, total = await _catalog_page(state, tenant.name, q, sort, limit + 1, after)
+    rows, total = await state.catalog.search_sessions(
+        tenant.name, contains=q, sort=sort, limit=limit + 1, after=after
+    )
     more = len(rows) > limit
     rows = rows[:limit]
     ids = [r.session_id for r in rows]
@@ -98,44 +99,6 @@ async def inspect_sessions(
         next_cursor = _encode([last.last_activity, last.session_id] if sort == "activity"
                               else [last.session_id])
     return InspectSessionsPage(sessions=sessions, next_cursor=next_cursor, total=total)
-
-
-async def _catalog_page(
-    state: ServerState, tenant: str, q: str | None, sort: str, limit: int, after: list[Any] | None
-) -> tuple[list[SessionRow], int]:
-    """A page of the tenant's session index and the number of rows matching ``q``. Reads
-    the catalog's ``cf_server_sessions`` (indexed by tenant) through its connection."""
-    catalog = state.catalog
-    where = "tenant = ?"
-    params: list[Any] = [tenant]
-    if q:
-        like = q.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        where += " AND lower(session_id) LIKE ? ESCAPE '\\'"
-        params.append(f"%{like}%")
-    count_sql = catalog._sql(f"SELECT COUNT(*) FROM cf_server_sessions WHERE {where}")
-    page_where, page_params = where, list(params)
-    if sort == "activity":
-        order = "last_activity DESC, session_id DESC"
-        if after is not None:
-            page_where += " AND (last_activity < ? OR (last_activity = ? AND session_id < ?))"
-            page_params += [after[0], after[0], after[1]]
-    else:
-        order = "session_id ASC"
-        if after is not None:
-            page_where += " AND session_id > ?"
-            page_params.append(after[0])
-    cols = "tenant, session_id, created_at, last_activity, settings"
-    page_sql = catalog._sql(
-        f"SELECT {cols} FROM cf_server_sessions WHERE {page_where} ORDER BY {order} LIMIT ?"
-    )
-    page_params.append(limit)
-
-    def run(conn: Any) -> tuple[list[SessionRow], int]:
-        rows = conn.execute(page_sql, tuple(page_params)).fetchall()
-        total = conn.execute(count_sql, tuple(params)).fetchone()[0]
-        return [SessionRow(*r) for r in rows], int(total)
-
-    return await catalog._arun(run)
 
 
 # -- one session --------------------------------------------------------------------------
