@@ -71,10 +71,21 @@ class MessageDecoder:
             stored = hit[1]
             return stored if stored.folded == folded else replace(stored, folded=folded)
         stored = decode_message(seq, body, tokens, folded)
+        self._keep(session_id, seq, body, stored)
+        return stored
+
+    def encode(self, session_id: str, seq: int, message: Message, tokens: int) -> str:
+        """The row body of a message being written, remembered as its decoded form: the
+        next read of the row (this turn's context) finds it without decoding. A row that
+        is never written (a rolled-back append) does no harm: a hit needs the same body."""
+        body = encode_message(message)
+        self._keep(session_id, seq, body, StoredMessage(seq, message, tokens))
+        return body
+
+    def _keep(self, session_id: str, seq: int, body: str, stored: StoredMessage) -> None:
         if len(self._cache) >= self.max_entries:
             self._cache.clear()
         self._cache[(session_id, seq)] = (body, stored)
-        return stored
 
 
 def encode_time(value: datetime | None) -> str | None:

@@ -47,7 +47,6 @@ from .rows import (
     LedgerTotals,
     MessageDecoder,
     decode_time,
-    encode_message,
     encode_time,
     ledger_from_row,
     ledger_values,
@@ -217,7 +216,7 @@ class SQLiteStore:
                         s,
                         i.message.id,
                         i.message.role,
-                        encode_message(i.message),
+                        self._decoder.encode(session_id, s, i.message, i.tokens),
                         i.tokens,
                         stamp,
                     )
