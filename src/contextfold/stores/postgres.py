@@ -61,7 +61,6 @@ from .rows import (
     LEDGER_TOTALS,
     LedgerTotals,
     MessageDecoder,
-    encode_message,
     ledger_from_row,
     ledger_totals_from_rows,
     prefix_range,
@@ -279,7 +278,7 @@ class PostgresStore:
                             s,
                             i.message.id,
                             i.message.role,
-                            encode_message(i.message),
+                            self._decoder.encode(session_id, s, i.message, i.tokens),
                             i.tokens,
                             now,
                         )
