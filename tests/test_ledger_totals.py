@@ -15,7 +15,7 @@ import pytest
 
 from contextfold.outcomes import Usage
 from contextfold.stores.base import LedgerEntry
-from contextfold.stores.rows import LedgerTotals, prefix_range
+from contextfold.stores.rows import prefix_range
 from contextfold.stores.sqlite import SQLiteStore
 
 T0 = datetime(2026, 1, 2, tzinfo=timezone.utc)
@@ -38,24 +38,6 @@ def _entries(rng: random.Random) -> list[LedgerEntry]:
             calls=rng.randint(0, 3), model=rng.choice(["m1", "m2", None]), started_at=T0,
         ))
     return out
-
-
-def _usage(totals: list[LedgerTotals]) -> Usage:
-    by_model: dict[str, int] = {}
-    for t in totals:
-        key = t.model or "?"
-        by_model[key] = by_model.get(key, 0) + t.input_tokens + t.output_tokens
-    done = [t for t in totals if t.committed]
-    return Usage(
-        folds=sum(t.attempts for t in done),
-        failed=sum(t.attempts for t in totals if not t.committed),
-        calls=sum(t.calls for t in totals),
-        input_tokens=sum(t.input_tokens for t in totals),
-        output_tokens=sum(t.output_tokens for t in totals),
-        messages_folded=sum(t.messages_folded for t in done),
-        tokens_folded=sum(t.tokens_folded for t in done),
-        by_model=by_model,
-    )
 
 
 def _store(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Any:
@@ -82,11 +64,12 @@ def test_totals_cover_exactly_the_prefix(
             for tenant in TENANTS:
                 mine = [e for e in entries if e.session_id.startswith(f"{tenant}/")]
                 assert mine  # every tenant has rows, so a leak would show
-                got = _usage(await store.ledger_totals(f"{tenant}/"))
+                got = Usage.from_totals(await store.ledger_totals(f"{tenant}/"))
                 assert got == Usage.from_ledger(mine), tenant
             assert await store.ledger_totals("nobody/") == []
             one = [e for e in entries if e.session_id == "ab/x:y@z"]
-            assert _usage(await store.ledger_totals("ab/x:y@z")) == Usage.from_ledger(one)
+            got = Usage.from_totals(await store.ledger_totals("ab/x:y@z"))
+            assert got == Usage.from_ledger(one)
         finally:
             await store.close()
 

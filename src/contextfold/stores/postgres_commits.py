@@ -23,7 +23,7 @@ from typing import Any
 from ..errors import ConflictError, StorageError
 from .base import FoldCommit
 from .postgres_schema import VERSION_COLS
-from .rows import LEDGER_COLUMNS
+from .rows import LEDGER_COLUMNS, check_fold_start, fenced_off
 
 __all__ = ["COMMIT_FOLD", "COMMIT_FOLDS", "CommitGroup", "explain_commit_miss"]
 
@@ -180,20 +180,8 @@ async def explain_commit_miss(conn: Any, commit: FoldCommit) -> None:
     version, through, last, owner, token, unexpired, count = row
     lease = commit.lease
     if lease is not None and (owner, token, unexpired) != (lease.owner, lease.token, True):
-        raise ConflictError(
-            f"lease {lease.token} of {lease.owner!r} on session {sid!r} "
-            "expired or was taken over; the fold is fenced off"
-        )
-    if version != commit.expected_version:
-        raise ConflictError(
-            f"session {sid!r} summary is at version {version}, "
-            f"the fold started from {commit.expected_version}"
-        )
-    if commit.lo != through + 1 or not (commit.lo <= commit.hi <= last):
-        raise ConflictError(
-            f"fold span {commit.lo}..{commit.hi} does not start at the first live "
-            f"message {through + 1} or passes the last {last}"
-        )
+        raise fenced_off(lease)
+    check_fold_start(commit, version, through, last)
     if count != commit.hi - commit.lo + 1:
         raise StorageError(f"session {sid!r} is missing messages in {commit.lo}..{commit.hi}")
     raise ConflictError(f"session {sid!r} changed while the fold committed")

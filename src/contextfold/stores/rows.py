@@ -9,10 +9,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from ..errors import StorageError, ValidationError
+from ..errors import ConflictError, StorageError, ValidationError
 from ..messages import Message, StoredMessage
 from ..policy import SessionStats
-from .base import LedgerEntry, SummaryVersion
+from .base import FoldCommit, Lease, LedgerEntry, SummaryVersion
 
 LEDGER_COLUMNS = (
     "session_id",
@@ -195,3 +195,27 @@ def prefix_range(prefix: str) -> tuple[str, str]:
 
 def ledger_totals_from_rows(rows: Sequence[Sequence[Any]]) -> list[LedgerTotals]:
     return [LedgerTotals(r[0], bool(r[1]), *(int(v) for v in r[2:])) for r in rows]
+
+
+def fenced_off(lease: Lease) -> ConflictError:
+    """The error of a fold commit whose lease is no longer its session's current one."""
+    return ConflictError(
+        f"lease {lease.token} of {lease.owner!r} on session {lease.session_id!r} "
+        "expired or was taken over; the fold is fenced off"
+    )
+
+
+def check_fold_start(commit: FoldCommit, version: int, through: int, last: int) -> None:
+    """Raise ``ConflictError`` unless the session (summary ``version``, cursor ``through``,
+    ``last`` seq) is where the fold started: same summary, span = the next live messages."""
+    sid = commit.session_id
+    if version != commit.expected_version:
+        raise ConflictError(
+            f"session {sid!r} summary is at version {version}, "
+            f"the fold started from {commit.expected_version}"
+        )
+    if commit.lo != through + 1 or not (commit.lo <= commit.hi <= last):
+        raise ConflictError(
+            f"fold span {commit.lo}..{commit.hi} does not start at the first live "
+            f"message {through + 1} or passes the last {last}"
+        )

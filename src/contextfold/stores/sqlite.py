@@ -46,8 +46,10 @@ from .rows import (
     LEDGER_COLUMNS,
     LedgerTotals,
     MessageDecoder,
+    check_fold_start,
     decode_time,
     encode_time,
+    fenced_off,
     ledger_from_row,
     ledger_values,
 )
@@ -265,21 +267,9 @@ class SQLiteStore:
             if row is None:
                 raise ConflictError(f"session {commit.session_id!r} no longer exists")
             if commit.lease is not None and not schema.holds_lease(conn, commit.lease):
-                raise ConflictError(
-                    f"lease {commit.lease.token} of {commit.lease.owner!r} on session "
-                    f"{commit.session_id!r} expired or was taken over; the fold is fenced off"
-                )
+                raise fenced_off(commit.lease)
             version, through, last = row
-            if version != commit.expected_version:
-                raise ConflictError(
-                    f"session {commit.session_id!r} summary is at version {version}, "
-                    f"the fold started from {commit.expected_version}"
-                )
-            if commit.lo != through + 1 or not (commit.lo <= commit.hi <= last):
-                raise ConflictError(
-                    f"fold span {commit.lo}..{commit.hi} does not start at the first live "
-                    f"message {through + 1} or passes the last {last}"
-                )
+            check_fold_start(commit, version, through, last)
             count, tokens = conn.execute(
                 "SELECT count(*), coalesce(sum(tokens), 0) FROM messages "
                 "WHERE session_id = ? AND seq BETWEEN ? AND ?",

@@ -340,21 +340,8 @@ async def tenant_usage(tenant: CurrentTenant, state: State) -> UsageTotals:
     if totals is None:  # a store without the aggregate: filter its whole ledger
         rows = [r for r in await memory.ledger(None, limit=None) if r.session_id.startswith(prefix)]
         return UsageTotals(**dataclasses.asdict(Usage.from_ledger(rows)))
-    usage = UsageTotals(folds=0, failed=0, calls=0, input_tokens=0, output_tokens=0,
-                        messages_folded=0, tokens_folded=0, by_model={})
-    for t in await totals(prefix):
-        if t.committed:
-            usage.folds += t.attempts
-            usage.messages_folded += t.messages_folded
-            usage.tokens_folded += t.tokens_folded
-        else:
-            usage.failed += t.attempts
-        usage.calls += t.calls
-        usage.input_tokens += t.input_tokens
-        usage.output_tokens += t.output_tokens
-        model = t.model or "?"
-        usage.by_model[model] = usage.by_model.get(model, 0) + t.input_tokens + t.output_tokens
-    return usage
+    return UsageTotals(**dataclasses.asdict(Usage.from_totals(await totals(prefix))))
+
 
 def _utc(ts: float) -> datetime:
     return datetime.fromtimestamp(ts, tz=timezone.utc)
