@@ -8,14 +8,12 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from .errors import ContextFoldError, SummarizationError
 from .privacy.guard import redact_log_text
 from .stores.base import LedgerEntry, Store, Summary
-
-if TYPE_CHECKING:
-    from .stores.rows import LedgerTotals
+from .stores.rows import LedgerTotals
 
 __all__ = [
     "AddResult",
@@ -103,22 +101,11 @@ class Usage:
     @classmethod
     def from_ledger(cls, rows: list[LedgerEntry]) -> Usage:
         """Totals over ledger rows (every attempt's cost counts; folds are committed)."""
-        by_model: dict[str, int] = {}
-        for r in rows:
-            by_model[r.model or "?"] = (
-                by_model.get(r.model or "?", 0) + r.input_tokens + r.output_tokens
-            )
-        done = [r for r in rows if r.outcome == "committed"]
-        return cls(
-            folds=len(done),
-            failed=len(rows) - len(done),
-            calls=sum(r.calls for r in rows),
-            input_tokens=sum(r.input_tokens for r in rows),
-            output_tokens=sum(r.output_tokens for r in rows),
-            messages_folded=sum(r.messages_folded for r in done),
-            tokens_folded=sum(r.tokens_folded for r in done),
-            by_model=by_model,
-        )
+        return cls.from_totals([
+            LedgerTotals(r.model, r.outcome == "committed", 1, r.calls, r.input_tokens,
+                         r.output_tokens, r.messages_folded, r.tokens_folded)
+            for r in rows
+        ])
 
     @classmethod
     def from_totals(cls, totals: Sequence[LedgerTotals]) -> Usage:
