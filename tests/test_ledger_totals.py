@@ -64,12 +64,13 @@ def test_totals_cover_exactly_the_prefix(
             for tenant in TENANTS:
                 mine = [e for e in entries if e.session_id.startswith(f"{tenant}/")]
                 assert mine  # every tenant has rows, so a leak would show
-                got = Usage.from_totals(await store.ledger_totals(f"{tenant}/"))
+                got = Usage.from_totals(await store.ledger_totals(prefix=f"{tenant}/"))
                 assert got == Usage.from_ledger(mine), tenant
-            assert await store.ledger_totals("nobody/") == []
+            assert await store.ledger_totals(prefix="nobody/") == []
             one = [e for e in entries if e.session_id == "ab/x:y@z"]
-            got = Usage.from_totals(await store.ledger_totals("ab/x:y@z"))
+            got = Usage.from_totals(await store.ledger_totals(session_id="ab/x:y@z"))
             assert got == Usage.from_ledger(one)
+            assert await store.ledger_totals(session_id="ab/x:y") == []  # not a prefix
         finally:
             await store.close()
 
@@ -83,15 +84,15 @@ def test_postgres_totals_use_the_prefix_index(pg_database: str) -> None:
     import psycopg
 
     from contextfold.stores.postgres import PostgresStore
-    from contextfold.stores.rows import LEDGER_TOTALS
+    from contextfold.stores.rows import ledger_totals_query
 
     schema = f"l_{uuid.uuid4().hex[:10]}"
     asyncio.run(_setup(PostgresStore(pg_database, schema=schema)))
-    sql = LEDGER_TOTALS.format(sid='session_id COLLATE "C"').replace("?", "%s")
+    sql, params = ledger_totals_query(None, "a/", ordered='session_id COLLATE "C"')
     with psycopg.connect(pg_database, autocommit=True) as conn:
         conn.execute(f"SET search_path = {schema}")
         conn.execute("SET enable_seqscan = off")
-        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + sql, prefix_range("a/")))
+        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + sql.replace("?", "%s"), params))
     assert "ledger_session_prefix" in plan, plan
 
 

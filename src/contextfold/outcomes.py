@@ -101,11 +101,7 @@ class Usage:
     @classmethod
     def from_ledger(cls, rows: list[LedgerEntry]) -> Usage:
         """Totals over ledger rows (every attempt's cost counts; folds are committed)."""
-        return cls.from_totals([
-            LedgerTotals(r.model, r.outcome == "committed", 1, r.calls, r.input_tokens,
-                         r.output_tokens, r.messages_folded, r.tokens_folded)
-            for r in rows
-        ])
+        return cls.from_totals([LedgerTotals.of(r) for r in rows])
 
     @classmethod
     def from_totals(cls, totals: Sequence[LedgerTotals]) -> Usage:
@@ -114,10 +110,10 @@ class Usage:
         for t in totals:
             model = t.model or "?"
             by_model[model] = by_model.get(model, 0) + t.input_tokens + t.output_tokens
-        done = [t for t in totals if t.committed]
+        done = [t for t in totals if t.outcome == "committed"]
         return cls(
             folds=sum(t.attempts for t in done),
-            failed=sum(t.attempts for t in totals if not t.committed),
+            failed=sum(t.attempts for t in totals if t.outcome != "committed"),
             calls=sum(t.calls for t in totals),
             input_tokens=sum(t.input_tokens for t in totals),
             output_tokens=sum(t.output_tokens for t in totals),

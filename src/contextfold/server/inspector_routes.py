@@ -48,6 +48,7 @@ from .inspector_schemas import (
     TimelinePage,
 )
 from .keys import Tenant
+from .memories import ledger_totals
 from .problems import ProblemError
 from .tenancy import ScopedSession, ServerState, scoped_id
 
@@ -85,13 +86,14 @@ async def inspect_sessions(
     rows = rows[:limit]
     ids = [r.session_id for r in rows]
     memory = state.memory(state.config.defaults)
-    stats, ledgers = await asyncio.gather(
+    stats, totals = await asyncio.gather(
         state.stats_many(tenant, ids),
-        asyncio.gather(*(memory.ledger(scoped_id(tenant.name, s), limit=None) for s in ids)),
+        asyncio.gather(*(ledger_totals(memory.store, session_id=scoped_id(tenant.name, s))
+                         for s in ids)),
     )
     sessions = [
-        InspectSession.of(r.session_id, st, led, state.settings_of(r).budget, _utc(r.last_activity))
-        for r, st, led in zip(rows, stats, ledgers, strict=True)
+        InspectSession.of(r.session_id, st, tot, state.settings_of(r).budget, _utc(r.last_activity))
+        for r, st, tot in zip(rows, stats, totals, strict=True)
     ]
     next_cursor = None
     if more and rows:
@@ -109,9 +111,9 @@ async def inspect_sessions(
 async def inspect_session(scoped: Existing, state: State) -> InspectSession:
     memory = scoped.memory
     stats = await memory.stats(scoped.store_id)
-    ledger = await memory.ledger(scoped.store_id, limit=None)
+    totals = await ledger_totals(memory.store, session_id=scoped.store_id)
     last = _utc(scoped.row.last_activity) if scoped.row is not None else None
-    info = InspectSession.of(scoped.session_id, stats, ledger, scoped.settings.budget, last)
+    info = InspectSession.of(scoped.session_id, stats, totals, scoped.settings.budget, last)
     store = memory.store
     info.retention = store.retention
     info.summary_history = keeps_summary_text(store)

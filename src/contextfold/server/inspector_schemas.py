@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from ..messages import StoredMessage
 from ..policy import SessionStats
 from ..stores.base import LedgerEntry
+from ..stores.rows import LedgerTotals
 from .inspector_data import FoldMarker, SeriesPoint
 
 __all__ = [
@@ -56,7 +57,7 @@ class InspectSession(BaseModel):
         cls,
         session_id: str,
         stats: SessionStats | None,
-        ledger: Sequence[LedgerEntry],
+        totals: Sequence[LedgerTotals],
         budget: int | None,
         last_activity: datetime | None,
     ) -> InspectSession:
@@ -67,11 +68,11 @@ class InspectSession(BaseModel):
             live=s.live_count,
             folded=s.through_seq,
             folds=s.summary_version,
-            failed_folds=sum(1 for e in ledger if e.outcome == "failed"),
+            failed_folds=sum(t.attempts for t in totals if t.outcome == "failed"),
             context_tokens=s.summary_tokens + s.live_tokens,
             summary_tokens=s.summary_tokens,
             budget=budget,
-            summarizer_tokens=sum(e.input_tokens + e.output_tokens for e in ledger),
+            summarizer_tokens=sum(t.input_tokens + t.output_tokens for t in totals),
             last_activity=s.last_activity or last_activity,
         )
 

@@ -16,11 +16,12 @@ from collections import OrderedDict
 from ..engine import AsyncMemory
 from ..stores import open_store
 from ..stores.base import Store
+from ..stores.rows import LedgerTotals
 from .catalog import Catalog, SessionRow
 from .config import ServerConfig
 from .session_settings import SessionSettings, SettingsPatch
 
-__all__ = ["SessionMemories", "open_service_store"]
+__all__ = ["SessionMemories", "ledger_totals", "open_service_store"]
 
 _MEMORY_CACHE = 256
 
@@ -31,6 +32,23 @@ def open_service_store(config: ServerConfig, store_url: str) -> Store:
     store = open_store(store_url)
     store.retention = config.retention  # the store reads it at every commit
     return store
+
+
+async def ledger_totals(
+    store: Store, *, session_id: str | None = None, prefix: str | None = None
+) -> list[LedgerTotals]:
+    """Per (model, outcome) sums of one session's ledger, or of every session whose id
+    starts with ``prefix``: added up by the database where the store can (SQLite,
+    PostgreSQL: an index range, so the cost does not grow with other sessions' rows), else
+    here from the store's ledger."""
+    own = getattr(store, "ledger_totals", None)
+    if own is not None:
+        totals: list[LedgerTotals] = await own(session_id=session_id, prefix=prefix)
+        return totals
+    rows = await store.ledger(session_id, limit=None)
+    if prefix is not None:
+        rows = [r for r in rows if r.session_id.startswith(prefix)]
+    return [LedgerTotals.of(r) for r in rows]
 
 
 class SessionMemories:

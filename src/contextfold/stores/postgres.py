@@ -58,12 +58,11 @@ from .postgres_schema import (
 )
 from .rows import (
     LEDGER_COLUMNS,
-    LEDGER_TOTALS,
     LedgerTotals,
     MessageDecoder,
     ledger_from_row,
     ledger_totals_from_rows,
-    prefix_range,
+    ledger_totals_query,
     session_stats,
     version_from_row,
 )
@@ -544,16 +543,16 @@ class PostgresStore:
 
         return await self._tx(do, single=True)
 
-    async def ledger_totals(self, session_prefix: str) -> list[LedgerTotals]:
-        """Per (model, committed) sums of the ledger rows of the sessions whose id starts
-        with ``session_prefix``: a range over the ledger's ``COLLATE "C"`` session index
-        (code point order, whatever the database's collation), so the cost follows the
-        rows in range, not the ledger."""
-        lo, hi = prefix_range(session_prefix)
-        sql = LEDGER_TOTALS.format(sid='session_id COLLATE "C"').replace("?", "%s")
+    async def ledger_totals(
+        self, *, session_id: str | None = None, prefix: str | None = None
+    ) -> list[LedgerTotals]:
+        """Per (model, outcome) sums of the ledger rows of one session or of every session
+        whose id starts with ``prefix``: an index range (the prefix over the ledger's
+        ``COLLATE "C"`` index: code point order, whatever the database's collation)."""
+        sql, params = ledger_totals_query(session_id, prefix, ordered='session_id COLLATE "C"')
 
         async def do(conn: Conn) -> list[LedgerTotals]:
-            cur = await conn.execute(sql, (lo, hi))
+            cur = await conn.execute(sql.replace("?", "%s"), params)
             return ledger_totals_from_rows(await cur.fetchall())
 
         return await self._tx(do, single=True)

@@ -158,11 +158,11 @@ def version_from_row(row: Sequence[Any]) -> SummaryVersion:
 
 @dataclass(frozen=True, slots=True)
 class LedgerTotals:
-    """Sums over the ledger rows of one ``model`` with one kind of outcome (``committed``
-    or not): what a usage report adds up, computed by the database (``ledger_totals``)."""
+    """Sums over the ledger rows of one ``model`` with one ``outcome``: what a usage report
+    adds up, computed by the database (``ledger_totals``)."""
 
     model: str | None
-    committed: bool
+    outcome: str
     attempts: int
     calls: int
     input_tokens: int
@@ -170,15 +170,36 @@ class LedgerTotals:
     messages_folded: int
     tokens_folded: int
 
+    @classmethod
+    def of(cls, entry: LedgerEntry) -> LedgerTotals:
+        """One ledger row as totals (an attempt of one)."""
+        return cls(entry.model, entry.outcome, 1, entry.calls, entry.input_tokens,
+                   entry.output_tokens, entry.messages_folded, entry.tokens_folded)
 
-#: Per (model, committed) sums of the ledger rows whose session id is in [?, ?): a range
-#: over the ledger's session index, so the cost follows the rows in range, not the ledger.
+
+#: Per (model, outcome) sums of some sessions' ledger rows (see ``ledger_totals_query``).
 LEDGER_TOTALS = (
-    "SELECT model, outcome = 'committed' AS done, count(*), coalesce(sum(calls), 0), "
+    "SELECT model, outcome, count(*), coalesce(sum(calls), 0), "
     "coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), "
     "coalesce(sum(messages_folded), 0), coalesce(sum(tokens_folded), 0) FROM ledger "
-    "WHERE {sid} >= ? AND {sid} < ? GROUP BY model, done"
+    "WHERE {where} GROUP BY model, outcome"
 )
+
+
+def ledger_totals_query(
+    session_id: str | None, prefix: str | None, *, ordered: str = "session_id"
+) -> tuple[str, tuple[str, ...]]:
+    """SQL (``?`` placeholders) and parameters of ``ledger_totals``: one session, or every
+    session whose id starts with ``prefix`` (exactly one of the two) — an equality or a
+    range on the ledger's session index, so the cost follows those sessions' rows, not the
+    ledger. ``ordered``: the session id expression that compares in code point order."""
+    if (session_id is None) == (prefix is None):
+        raise ValueError("ledger_totals takes a session_id or a prefix (one of the two)")
+    if session_id is not None:
+        return LEDGER_TOTALS.format(where="session_id = ?"), (session_id,)
+    assert prefix is not None
+    lo, hi = prefix_range(prefix)
+    return LEDGER_TOTALS.format(where=f"{ordered} >= ? AND {ordered} < ?"), (lo, hi)
 
 
 def prefix_range(prefix: str) -> tuple[str, str]:
@@ -194,7 +215,7 @@ def prefix_range(prefix: str) -> tuple[str, str]:
 
 
 def ledger_totals_from_rows(rows: Sequence[Sequence[Any]]) -> list[LedgerTotals]:
-    return [LedgerTotals(r[0], bool(r[1]), *(int(v) for v in r[2:])) for r in rows]
+    return [LedgerTotals(r[0], str(r[1]), *(int(v) for v in r[2:])) for r in rows]
 
 
 def fenced_off(lease: Lease) -> ConflictError:

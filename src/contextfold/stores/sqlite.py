@@ -515,10 +515,12 @@ class SQLiteStore:
             lambda conn: schema.read_versions(conn, session_id, after_version, limit, text)
         )
 
-    async def ledger_totals(self, session_prefix: str) -> list[LedgerTotals]:
-        """Per (model, committed) sums of the ledger rows of the sessions whose id starts
-        with ``session_prefix`` — a range over the ledger's session index."""
-        return await self._read(lambda conn: schema.ledger_totals(conn, session_prefix))
+    async def ledger_totals(
+        self, *, session_id: str | None = None, prefix: str | None = None
+    ) -> list[LedgerTotals]:
+        """Per (model, outcome) sums of the ledger rows of one session or of every session
+        whose id starts with ``prefix`` — the database adds them up over an index range."""
+        return await self._read(lambda conn: schema.ledger_totals(conn, session_id, prefix))
 
     async def ledger(
         self, session_id: str | None = None, *, limit: int | None = 100

@@ -10,12 +10,11 @@ from datetime import datetime, timezone
 
 from .base import FoldCommit, Lease, SummaryVersion
 from .rows import (
-    LEDGER_TOTALS,
     SESSION_COLS,
     LedgerTotals,
     encode_time,
     ledger_totals_from_rows,
-    prefix_range,
+    ledger_totals_query,
     session_stats,
     version_from_row,
 )
@@ -335,9 +334,10 @@ def list_due(conn: sqlite3.Connection, limit: int | None) -> list[tuple[str, dat
     return [(sid, from_epoch(at)) for sid, at in rows]
 
 
-def ledger_totals(conn: sqlite3.Connection, session_prefix: str) -> list[LedgerTotals]:
-    """Per (model, committed) ledger sums of the sessions whose id starts with the prefix:
-    a range over the ``ledger_session`` index (SQLite compares BINARY, code point order)."""
-    lo, hi = prefix_range(session_prefix)
-    rows = conn.execute(LEDGER_TOTALS.format(sid="session_id"), (lo, hi)).fetchall()
-    return ledger_totals_from_rows(rows)
+def ledger_totals(
+    conn: sqlite3.Connection, session_id: str | None, prefix: str | None
+) -> list[LedgerTotals]:
+    """Per (model, outcome) ledger sums of one session or of the sessions whose id starts
+    with ``prefix`` (SQLite compares BINARY: code point order, over ``ledger_session``)."""
+    sql, params = ledger_totals_query(session_id, prefix)
+    return ledger_totals_from_rows(conn.execute(sql, params).fetchall())

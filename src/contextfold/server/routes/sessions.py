@@ -17,6 +17,7 @@ from ...outcomes import FoldOutcome, Usage
 from ..deps import PROBLEM_RESPONSES, current_tenant, get_state, tenant_session, writable_session
 from ..formats import ContextFormat, render
 from ..keys import Tenant
+from ..memories import ledger_totals
 from ..problems import ProblemError
 from ..schemas import (
     Appended,
@@ -335,12 +336,8 @@ async def tenant_usage(tenant: CurrentTenant, state: State) -> UsageTotals:
     # session ids), so the cost does not grow with other tenants' data.
     memory = state.memory(state.config.defaults)
     await memory.stats(scoped_id(tenant.name, "-"))  # sets the store up on first use
-    prefix = scoped_id(tenant.name, "")
-    totals = getattr(memory.store, "ledger_totals", None)
-    if totals is None:  # a store without the aggregate: filter its whole ledger
-        rows = [r for r in await memory.ledger(None, limit=None) if r.session_id.startswith(prefix)]
-        return UsageTotals(**dataclasses.asdict(Usage.from_ledger(rows)))
-    return UsageTotals(**dataclasses.asdict(Usage.from_totals(await totals(prefix))))
+    totals = await ledger_totals(memory.store, prefix=scoped_id(tenant.name, ""))
+    return UsageTotals(**dataclasses.asdict(Usage.from_totals(totals)))
 
 
 def _utc(ts: float) -> datetime:
