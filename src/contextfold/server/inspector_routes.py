@@ -196,7 +196,7 @@ async def inspect_folds(
     by_hi = {v.through_seq: v.version for v in versions}
     return FoldsPage(
         session_id=scoped.session_id,
-        folds=[FoldRow.of(r, by_hi.get(r.hi) if r.outcome == "committed" else None)
+        folds=[FoldRow.of_version(r, by_hi.get(r.hi) if r.outcome == "committed" else None)
                for r in page],
         next_before_id=page[-1].id if more and page else None,
     )
@@ -233,7 +233,7 @@ async def inspect_fold(
                                                                   after_text or "")]
         if both else None,
         lost_facts=lost_facts(before_text or "", after_text or "") if both else None,
-        ledger=FoldRow.of(row, version) if row is not None else None,
+        ledger=FoldRow.of_version(row, version) if row is not None else None,
         created_at=after.created_at,
     )
 

@@ -13,6 +13,7 @@ from ..policy import SessionStats
 from ..stores.base import LedgerEntry
 from ..stores.rows import LedgerTotals
 from .inspector_data import FoldMarker, SeriesPoint
+from .schemas import LedgerRow
 
 __all__ = [
     "ContextMessageOut",
@@ -145,41 +146,19 @@ class TimelinePage(BaseModel):
     )
 
 
-class FoldRow(BaseModel):
+class FoldRow(LedgerRow):
     """One fold attempt (a ledger row) and the summary version it made, if it committed."""
 
-    id: int | None
     version: int | None
-    outcome: str
-    reason: str
-    lo: int
-    hi: int
-    messages_folded: int
-    tokens_folded: int
-    summary_tokens: int
-    input_tokens: int
-    output_tokens: int
-    calls: int
-    model: str | None
-    latency_ms: float
-    error_class: str | None
     error: str | None = Field(description="Redacted one-line error of a failed fold")
-    started_at: datetime | None
 
     @classmethod
-    def of(cls, e: LedgerEntry, version: int | None) -> FoldRow:
-        return cls(
-            id=e.id, version=version, outcome=e.outcome, reason=e.reason, lo=e.lo, hi=e.hi,
-            messages_folded=e.messages_folded, tokens_folded=e.tokens_folded,
-            summary_tokens=e.summary_tokens, input_tokens=e.input_tokens,
-            output_tokens=e.output_tokens, calls=e.calls, model=e.model,
-            latency_ms=e.latency_ms, error_class=e.error_class, error=e.error,
-            started_at=e.started_at,
-        )
+    def of_version(cls, e: LedgerEntry, version: int | None) -> FoldRow:
+        return cls(**LedgerRow.of(e).model_dump(), version=version, error=e.error)
 
 
 def ledger_row(e: LedgerEntry) -> FoldRow:
-    return FoldRow.of(e, None)
+    return FoldRow.of_version(e, None)
 
 
 class FoldsPage(BaseModel):
