@@ -18,7 +18,7 @@ from contextfold.stores.base import Store
 from contextfold.testing import FakeClock
 from contextfold.testing.provider_rules import check_provider_rules
 
-from .test_fronts import KINDS, fronts_pg_url, make_store  # noqa: F401 (the fixture)
+from .test_fronts import KINDS, make_store
 
 
 def agent_turns(rounds: int, big_every: int = 0) -> list[list[Message]]:

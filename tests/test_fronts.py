@@ -4,10 +4,8 @@ in the caller's thread, with no event loop and no thread hop per call, on every 
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,25 +18,6 @@ from contextfold.stores.base import Store
 from contextfold.stores.sqlite import SQLiteStore
 from contextfold.testing.summarizers import ConcatSummarizer
 
-PG_ADMIN_URL = os.environ.get("CONTEXTFOLD_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
-
-
-@pytest.fixture(scope="module")
-def fronts_pg_url() -> Iterator[str]:
-    import psycopg
-
-    try:
-        admin = psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5)
-    except psycopg.OperationalError as exc:
-        pytest.fail(f"PostgreSQL is not reachable at {PG_ADMIN_URL}: {exc}", pytrace=False)
-    name = f"contextfold_fronts_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    with admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-        try:
-            yield PG_ADMIN_URL.rsplit("/", 1)[0] + "/" + name
-        finally:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
 
 def make_store(kind: str, tmp: Path, request: pytest.FixtureRequest) -> Store:
     if kind == "memory":
@@ -47,7 +26,7 @@ def make_store(kind: str, tmp: Path, request: pytest.FixtureRequest) -> Store:
         return SQLiteStore(tmp / f"{uuid.uuid4().hex[:8]}.db")
     from contextfold.stores.postgres import PostgresStore
 
-    url = request.getfixturevalue("fronts_pg_url")
+    url = request.getfixturevalue("pg_database")
     return PostgresStore(url, schema=f"f_{uuid.uuid4().hex[:10]}", pool_size=2)
 
 

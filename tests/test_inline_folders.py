@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
-import uuid
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,25 +17,7 @@ from contextfold import AsyncMemory
 from contextfold.testing import check_invariant
 
 ROOT = Path(__file__).resolve().parent.parent
-PG_ADMIN_URL = os.environ.get("CONTEXTFOLD_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 PROCESSES, MESSAGES = 4, 40
-
-
-@pytest.fixture(scope="module")
-def folders_pg_url() -> Iterator[str]:
-    import psycopg
-
-    try:
-        admin = psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5)
-    except psycopg.OperationalError as exc:
-        pytest.fail(f"PostgreSQL is not reachable at {PG_ADMIN_URL}: {exc}", pytrace=False)
-    name = f"contextfold_folders_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    with admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-        try:
-            yield PG_ADMIN_URL.rsplit("/", 1)[0] + "/" + name
-        finally:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def run_folders(url: str, tmp: Path) -> tuple[set[str], Counter[str]]:
@@ -98,6 +77,6 @@ def test_inline_folders_on_sqlite(tmp_path: Path) -> None:
 
 
 @pytest.mark.postgres
-def test_inline_folders_on_postgres(folders_pg_url: str, tmp_path: Path) -> None:
-    acked, outcomes = run_folders(folders_pg_url, tmp_path)
-    audit(folders_pg_url, acked, outcomes)
+def test_inline_folders_on_postgres(pg_database: str, tmp_path: Path) -> None:
+    acked, outcomes = run_folders(pg_database, tmp_path)
+    audit(pg_database, acked, outcomes)

@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from .errors import ContextFoldError, SummarizationError
 from .privacy.guard import redact_log_text
 from .stores.base import LedgerEntry, Store, Summary
+from .stores.rows import LedgerTotals
 
 __all__ = [
     "AddResult",
@@ -99,20 +101,24 @@ class Usage:
     @classmethod
     def from_ledger(cls, rows: list[LedgerEntry]) -> Usage:
         """Totals over ledger rows (every attempt's cost counts; folds are committed)."""
+        return cls.from_totals([LedgerTotals.of(r) for r in rows])
+
+    @classmethod
+    def from_totals(cls, totals: Sequence[LedgerTotals]) -> Usage:
+        """The same totals from the sums a store's database made (``ledger_totals``)."""
         by_model: dict[str, int] = {}
-        for r in rows:
-            by_model[r.model or "?"] = (
-                by_model.get(r.model or "?", 0) + r.input_tokens + r.output_tokens
-            )
-        done = [r for r in rows if r.outcome == "committed"]
+        for t in totals:
+            model = t.model or "?"
+            by_model[model] = by_model.get(model, 0) + t.input_tokens + t.output_tokens
+        done = [t for t in totals if t.outcome == "committed"]
         return cls(
-            folds=len(done),
-            failed=len(rows) - len(done),
-            calls=sum(r.calls for r in rows),
-            input_tokens=sum(r.input_tokens for r in rows),
-            output_tokens=sum(r.output_tokens for r in rows),
-            messages_folded=sum(r.messages_folded for r in done),
-            tokens_folded=sum(r.tokens_folded for r in done),
+            folds=sum(t.attempts for t in done),
+            failed=sum(t.attempts for t in totals if t.outcome != "committed"),
+            calls=sum(t.calls for t in totals),
+            input_tokens=sum(t.input_tokens for t in totals),
+            output_tokens=sum(t.output_tokens for t in totals),
+            messages_folded=sum(t.messages_folded for t in done),
+            tokens_folded=sum(t.tokens_folded for t in done),
             by_model=by_model,
         )
 

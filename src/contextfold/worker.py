@@ -32,6 +32,7 @@ import os
 import signal
 import socket
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
@@ -68,6 +69,11 @@ class Worker:
     """Claims due sessions of ``memory.store`` and folds them with ``memory``'s policy and
     summarizer. Use one ``AsyncMemory`` per worker (its event loop runs the folds).
 
+    ``memory_for``: when sessions fold with settings of their own (the HTTP service's
+    per-session settings), an async function giving the ``AsyncMemory`` for a session id —
+    one on the same store — used for that session's fold and its next due time instead of
+    ``memory``.
+
     ``lease_seconds`` is how long the sessions of a worker that died or stalled stay
     blocked; running folds renew their leases, so it need not exceed the longest fold.
     """
@@ -82,6 +88,7 @@ class Worker:
         poll_interval: float = 1.0,
         retry_after: float = 30.0,
         grace_seconds: float = 20.0,
+        memory_for: Callable[[str], Awaitable[AsyncMemory]] | None = None,
     ) -> None:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ConfigError(f"concurrency must be an int >= 1, got {concurrency!r}")
@@ -91,6 +98,7 @@ class Worker:
         if retry_after < 0 or grace_seconds < 0:
             raise ConfigError("retry_after and grace_seconds must be >= 0")
         self.memory = memory
+        self.memory_for = memory_for
         self.owner = owner or default_owner()
         self.concurrency = concurrency
         self.lease_seconds = lease_seconds
@@ -174,8 +182,10 @@ class Worker:
         beat = asyncio.create_task(self._heartbeat(held))
         try:
             try:
+                if self.memory_for is not None:
+                    memory = await self.memory_for(sid)
                 outcome = await memory.fold(sid, lease=lease)
-            except ContextFoldError as exc:  # raise_errors=True on the memory
+            except ContextFoldError as exc:  # raise_errors=True, or no memory for the session
                 outcome = FoldOutcome(sid, "failed", str(exc), error=exc)
         except asyncio.CancelledError:
             self.stats.cancelled += 1

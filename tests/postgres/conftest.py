@@ -7,15 +7,15 @@ admin URL); when it is down the tests fail with the command that starts it — n
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-ADMIN_URL = os.environ.get("CONTEXTFOLD_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
-START_HINT = "pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start"
+from tests.pg_database import fresh_database, fresh_schema
+
+__all__ = ["fresh_schema", "pg_url"]
+
 HERE = Path(__file__).parent
 
 
@@ -28,27 +28,5 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def pg_url() -> Iterator[str]:
     """URL of a database created for this test run (and dropped after it)."""
-    try:
-        import psycopg
-    except ImportError:
-        pytest.fail('PostgreSQL tests need psycopg: pip install -e ".[dev]" (or "[postgres]")',
-                    pytrace=False)
-    try:
-        admin = psycopg.connect(ADMIN_URL, autocommit=True, connect_timeout=5)
-    except psycopg.OperationalError as exc:
-        pytest.fail(
-            f"PostgreSQL is not reachable at {ADMIN_URL}: {exc}\n"
-            f"Start the server with: {START_HINT}", pytrace=False,
-        )
-    name = f"contextfold_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    with admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-        try:
-            yield ADMIN_URL.rsplit("/", 1)[0] + "/" + name
-        finally:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-def fresh_schema() -> str:
-    """A schema name no other test uses, so tests in one database never see each other."""
-    return f"t_{uuid.uuid4().hex[:12]}"
+    with fresh_database("contextfold_test") as url:
+        yield url

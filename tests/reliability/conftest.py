@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from tests.pg_database import fresh_database
 
 from contextfold.stores import MemoryStore
 from contextfold.stores.base import Retention, Store
@@ -58,28 +59,12 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 # -- stores: every behavioural test runs on each (PostgreSQL ones carry the marker) ----------
 
-PG_ADMIN_URL = os.environ.get("CONTEXTFOLD_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
-
-
 @pytest.fixture(scope="session")
 def reliability_pg_url() -> Iterator[str]:
     """A database created for this run and dropped after it; fails (never skips) when the
     server is down, like tests/postgres."""
-    try:
-        import psycopg
-    except ImportError:
-        pytest.fail('PostgreSQL tests need psycopg: pip install -e ".[dev]"', pytrace=False)
-    try:
-        admin = psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5)
-    except psycopg.OperationalError as exc:
-        pytest.fail(f"PostgreSQL is not reachable at {PG_ADMIN_URL}: {exc}", pytrace=False)
-    name = f"contextfold_rel_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    with admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-        try:
-            yield PG_ADMIN_URL.rsplit("/", 1)[0] + "/" + name
-        finally:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with fresh_database("contextfold_rel") as url:
+        yield url
 
 
 class StoreFactory:

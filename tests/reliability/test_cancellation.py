@@ -18,8 +18,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import pytest
-from conftest import StoreFactory
 
+from conftest import StoreFactory
 from contextfold import AsyncMemory, Message, MessageCount
 from contextfold.stores.base import FoldCommit, LedgerEntry, Retention, Store, Summary
 from contextfold.testing import ConcatSummarizer, check_invariant

@@ -13,7 +13,6 @@ from collections import Counter
 from collections.abc import Callable
 
 from conftest import StoreFactory
-
 from contextfold import AsyncMemory, Message, MessageCount, ToolCall
 from contextfold.testing import ConcatSummarizer, check_invariant
 from contextfold.testing.provider_rules import check_provider_rules

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import pytest
-from conftest import StoreFactory
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from conftest import StoreFactory
 from contextfold import AsyncMemory, Message, MessageCount, SummarizationError, ToolCall
 from contextfold.context import BRIDGE_TEXT, SUMMARY_HEADER
 from contextfold.stores.base import Retention, Store

@@ -4,30 +4,18 @@ PostgreSQL), and a fresh PostgreSQL database per test."""
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
 import threading
-import uuid
 from collections.abc import Iterator
 
-ADMIN_URL = os.environ.get("CONTEXTFOLD_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+from tests.pg_database import fresh_database, host_and_port
 
 
 @contextlib.contextmanager
 def fresh_pg_database() -> Iterator[tuple[str, str, int]]:
     """(url, host, port) of a database created for the test and dropped after it."""
-    import psycopg
-
-    name = f"contextfold_srv_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(ADMIN_URL, autocommit=True, connect_timeout=5) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-        try:
-            base = ADMIN_URL.rsplit("/", 1)[0]
-            hostport = base.rsplit("@", 1)[-1]
-            host, _, port = hostport.partition(":")
-            yield f"{base}/{name}", host, int(port or 5432)
-        finally:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with fresh_database("contextfold_srv") as url:
+        yield (url, *host_and_port(url))
 
 
 class TcpProxy:

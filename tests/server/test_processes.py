@@ -81,3 +81,74 @@ def test_deferred_folds_are_left_to_contextfold_worker(tmp_path: Path) -> None:
             assert ledger[0]["outcome"] == "committed"
     finally:
         served.stop()
+
+
+def test_worker_with_the_server_config_folds_each_session_with_its_own_settings(
+    tmp_path: Path,
+) -> None:
+    """A session that PUT its own policy is marked due by the server under that policy; a
+    worker given the server's --config folds it under that policy too (a worker with its
+    own policy would find nothing to fold and leave it due forever)."""
+    from .conftest import cli
+
+    served = start_server(tmp_path, config={"fold": "deferred",
+                                            "defaults": {"budget": 2000, "keep_last": 2}})
+    try:
+        with served.client("deferred") as c:
+            own, default = "own-settings", "default-settings"
+            r = c.put(f"/v1/sessions/{own}/settings", json={
+                "policy": "message_count", "max_messages": 4, "fold_messages": 3,
+                "keep_last": 1})
+            assert r.status_code == 200, r.text
+            for s in (own, default):
+                r = c.post(f"/v1/sessions/{s}/messages",
+                           json={"messages": [user(f"short note {i}") for i in range(10)]})
+                assert r.status_code == 200 and r.json()["fold"] is None  # only marked due
+            done = cli("worker", "--config", str(tmp_path / "server.json"), "--store",
+                       served.store, "--once", "--json", env=served.env)
+            assert done.returncode == 0, done.stderr
+            # message_count(4, fold 3): folded three at a time until at most 4 are live
+            summary = c.get(f"/v1/sessions/{own}/summary").json()["summary"]
+            assert summary is not None and summary["through_seq"] == 6
+            live = c.get(f"/v1/sessions/{own}/messages",
+                         params={"include_folded": "false"}).json()["messages"]
+            assert [m["seq"] for m in live] == [7, 8, 9, 10]
+            folds = [e for e in c.get(f"/v1/sessions/{own}/ledger").json()["entries"]
+                     if e["outcome"] == "committed"]
+            assert [e["messages_folded"] for e in folds] == [3, 3]
+            # the other session is far under the default 2,000-token budget: not folded
+            assert c.get(f"/v1/sessions/{default}/summary").json()["summary"] is None
+            assert c.get(f"/v1/sessions/{default}/ledger").json()["entries"] == []
+    finally:
+        served.stop()
+
+
+def test_retention_delete_in_the_server_config_removes_folded_messages(
+    tmp_path: Path,
+) -> None:
+    served = start_server(tmp_path, config={
+        "retention": "delete",
+        "defaults": {"policy": "message_count", "max_messages": 4, "fold_messages": 3,
+                     "keep_last": 1}})
+    try:
+        with served.client("private") as c:
+            r = c.post("/v1/sessions/chat/messages",
+                       json={"messages": [user(f"note {i}") for i in range(5)]})
+            assert r.status_code == 200 and r.json()["fold"]["status"] == "committed"
+            stored = c.get("/v1/sessions/chat/messages").json()["messages"]
+            assert [m["seq"] for m in stored] == [4, 5]  # 1..3 folded and gone
+            assert c.get("/v1/sessions/chat/summary").json()["summary"]["through_seq"] == 3
+    finally:
+        served.stop()
+    archived = start_server(tmp_path / "archive", config={
+        "defaults": {"policy": "message_count", "max_messages": 4, "fold_messages": 3,
+                     "keep_last": 1}})
+    try:
+        with archived.client("keeper") as c:
+            c.post("/v1/sessions/chat/messages",
+                   json={"messages": [user(f"note {i}") for i in range(5)]})
+            stored = c.get("/v1/sessions/chat/messages").json()["messages"]
+            assert [(m["seq"], m["folded"]) for m in stored] == [
+                (1, True), (2, True), (3, True), (4, False), (5, False)]
+    finally:
+        archived.stop()

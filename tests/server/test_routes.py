@@ -132,6 +132,32 @@ def test_fold_ledger_and_usage(alice: httpx.Client) -> None:
     assert usage["folds"] >= 1 and usage["messages_folded"] >= fold["messages_folded"]
 
 
+def test_tenant_usage_adds_up_exactly_that_tenants_ledgers(server: Served) -> None:
+    """GET /v1/usage (a database aggregate over the tenant's session ids) equals the sum of
+    the tenant's own per-session ledgers, and another tenant's folds never show in it."""
+    tenant = f"usage-{uuid.uuid4().hex[:6]}"
+    neighbour = f"{tenant}-x"  # sorts right beside it: its rows must not leak in
+    with server.client(tenant) as mine, server.client(neighbour) as theirs:
+        sessions = [sid() for _ in range(3)]
+        for s in sessions:
+            chat(mine, s, 3, words=3)
+            assert mine.post(f"/v1/sessions/{s}/fold", json={"force": True}).json()[
+                "status"] == "committed"
+        chat(theirs, "other", 3, words=3)
+        assert theirs.post("/v1/sessions/other/fold", json={"force": True}).status_code == 200
+        rows = [e for s in sessions
+                for e in mine.get(f"/v1/sessions/{s}/ledger").json()["entries"]]
+        done = [e for e in rows if e["outcome"] == "committed"]
+        usage = mine.get("/v1/usage").json()
+        assert usage["folds"] == len(done) == 3 and usage["failed"] == len(rows) - len(done)
+        for key in ("calls", "input_tokens", "output_tokens"):
+            assert usage[key] == sum(e[key] for e in rows), key
+        for key in ("messages_folded", "tokens_folded"):
+            assert usage[key] == sum(e[key] for e in done), key
+        assert sum(usage["by_model"].values()) == usage["input_tokens"] + usage["output_tokens"]
+        assert theirs.get("/v1/usage").json()["folds"] == 1
+
+
 def test_reported_usage_folds_with_the_setting(alice: httpx.Client) -> None:
     s = sid()
     r = alice.put(f"/v1/sessions/{s}/settings",

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import click
 
+from ..errors import ConfigError
 from ..memory import AsyncMemory
 from ..worker import Worker, WorkerStats, run_worker
 from .common import (
@@ -64,6 +66,15 @@ from .common import (
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Agent settings YAML: its policy (context limit, idle fold/clear) replaces --max-tokens.",
 )
+@click.option(
+    "--config",
+    "config_path",
+    default=None,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The HTTP service's config file: fold each session as `contextfold serve --config` "
+    "does (its model, retention and defaults, and the session's own settings). Replaces "
+    "--max-tokens, --settings, --summarizer and --model.",
+)
 @click.option("--owner", default=None, help="Name in the ledger (default host:pid:random).")
 @click.option("--json", "as_json", is_flag=True, help="Print the totals as JSON at exit.")
 @db_option
@@ -77,6 +88,7 @@ def worker(
     summarizer: str,
     model: str | None,
     settings_path: Path | None,
+    config_path: Path | None,
     owner: str | None,
     as_json: bool,
     db: str | None,
@@ -90,36 +102,66 @@ def worker(
       contextfold worker --store postgresql://app@db/chat --concurrency 32
       contextfold worker --store sqlite:///chat.db --once
 
+    Behind `contextfold serve` with `fold: deferred`, pass the server's --config so each
+    session folds with its own settings (policy, budget, preset).
+
     Each session is leased to one worker at a time; a worker killed mid-fold loses its
     sessions to others when the lease expires, and cannot commit after that. SIGTERM
     stops claiming and lets in-flight folds finish (a second SIGTERM releases them now).
     """
-    options: dict[str, Any] = {"summarizer": make_summarizer(summarizer, model)}
-    if max_tokens:
-        from ..policy import TokenBudget
-
-        options["policy"] = TokenBudget(max_tokens)
-    if settings_path is not None:
-        from ..settings import AgentSettings
-
-        options.update(AgentSettings.load(settings_path).options(model))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    options: dict[str, Any] = {}
+
+    def make_worker(
+        memory: AsyncMemory, memory_for: Callable[[str], Awaitable[AsyncMemory]] | None = None
+    ) -> Worker:
+        return Worker(memory, owner=owner, concurrency=concurrency, lease_seconds=lease_seconds,
+                      poll_interval=poll_interval, memory_for=memory_for)
 
     async def main() -> WorkerStats:
         memory = AsyncMemory(store_url(db), **options)
         try:
-            work = Worker(
-                memory,
-                owner=owner,
-                concurrency=concurrency,
-                lease_seconds=lease_seconds,
-                poll_interval=poll_interval,
-            )
-            return await run_worker(work, once=once)
+            return await run_worker(make_worker(memory), once=once)
         finally:
             await memory.close()
 
-    totals = asyncio.run(main())
+    async def as_the_server(path: Path) -> WorkerStats:
+        try:
+            from ..server.catalog import open_catalog
+            from ..server.config import load_config
+            from ..server.memories import SessionMemories, open_service_store
+        except ImportError as exc:
+            raise ConfigError('--config needs the server extra: pip install '
+                              '"contextfold[server]"') from exc
+        config = load_config(path)
+        url = store_url(db or config.store)
+        store = open_service_store(config, url)
+        catalog = open_catalog(url)
+        memories = SessionMemories(config, store, catalog)
+        try:
+            work = make_worker(memories.memory(config.defaults), memories.for_store_id)
+            return await run_worker(work, once=once)
+        finally:
+            await store.close()
+            catalog.close()
+
+    if config_path is not None:
+        if max_tokens or settings_path or model or summarizer != "extractive":
+            raise click.UsageError(
+                "--config replaces --max-tokens, --settings, --summarizer and --model"
+            )
+        totals = asyncio.run(as_the_server(config_path))
+    else:
+        options["summarizer"] = make_summarizer(summarizer, model)
+        if max_tokens:
+            from ..policy import TokenBudget
+
+            options["policy"] = TokenBudget(max_tokens)
+        if settings_path is not None:
+            from ..settings import AgentSettings
+
+            options.update(AgentSettings.load(settings_path).options(model))
+        totals = asyncio.run(main())
     if as_json:
         emit_json(asdict(totals))
     else:

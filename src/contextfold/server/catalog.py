@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from ..errors import ConfigError, StorageError
 
@@ -265,6 +265,51 @@ class Catalog:
         q = self._sql(sql)
         rows = await self._aread(lambda c: c.execute(q, params).fetchall())
         return [SessionRow(*r) for r in rows]
+
+    async def search_sessions(
+        self,
+        tenant: str,
+        *,
+        contains: str | None,
+        sort: Literal["activity", "id"],
+        limit: int,
+        after: Sequence[Any] | None = None,
+    ) -> tuple[list[SessionRow], int]:
+        """A page of the tenant's sessions whose id contains ``contains`` (any case), and
+        how many match in all. ``sort``: ``activity`` (most recent first; ``after`` is the
+        previous page's last (last_activity, session_id)) or ``id`` (A to Z; ``after`` is
+        (session_id,)). Both are ranges over the (tenant, …) index."""
+        where = "tenant = ?"
+        params: list[Any] = [tenant]
+        if contains:
+            like = contains.lower().replace("\\", "\\\\").replace("%", "\\%")
+            like = like.replace("_", "\\_")
+            where += " AND lower(session_id) LIKE ? ESCAPE '\\'"
+            params.append(f"%{like}%")
+        count_sql = self._sql(f"SELECT COUNT(*) FROM cf_server_sessions WHERE {where}")
+        page_where, page_params = where, list(params)
+        if sort == "activity":
+            order = "last_activity DESC, session_id DESC"
+            if after is not None:
+                page_where += " AND (last_activity < ? OR (last_activity = ? AND session_id < ?))"
+                page_params += [after[0], after[0], after[1]]
+        else:
+            order = "session_id ASC"
+            if after is not None:
+                page_where += " AND session_id > ?"
+                page_params.append(after[0])
+        page_sql = self._sql(
+            "SELECT tenant, session_id, created_at, last_activity, settings FROM "
+            f"cf_server_sessions WHERE {page_where} ORDER BY {order} LIMIT ?"
+        )
+        page_params.append(limit)
+
+        def run(conn: _Connection) -> tuple[list[SessionRow], int]:
+            rows = conn.execute(page_sql, tuple(page_params)).fetchall()
+            total = conn.execute(count_sql, tuple(params)).fetchone()[0]
+            return [SessionRow(*r) for r in rows], int(total)
+
+        return await self._arun(run)
 
     async def count_sessions(self, tenant: str) -> int:
         sql = self._sql("SELECT COUNT(*) FROM cf_server_sessions WHERE tenant = ?")

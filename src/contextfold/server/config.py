@@ -6,6 +6,8 @@
     store: postgresql://localhost/contextfold   # default: the CLI's SQLite file
     model: null                 # summarizer model ("openai:gpt-4o-mini"); null: offline
     fold: inline                # inline: fold during the append; deferred: workers fold
+    retention: archive          # archive: keep folded messages (marked folded); delete:
+                                # remove them in the fold's commit (privacy)
     key_cache_seconds: 2        # a revoked key stops working within this many seconds
     limits:
       max_body_bytes: 1048576   # 413 payload_too_large above this
@@ -50,6 +52,7 @@ class ServerConfig(BaseModel):
     store: str | None = Field(default=None, description="Store URL or SQLite path")
     model: str | None = None
     fold: Literal["inline", "deferred"] = "inline"
+    retention: Literal["archive", "delete"] = "archive"
     key_cache_seconds: float = Field(default=2.0, ge=0, le=300)
     limits: Limits = Field(default_factory=Limits)
     defaults: SessionSettings = Field(default_factory=SessionSettings)

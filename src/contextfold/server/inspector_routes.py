@@ -24,7 +24,6 @@ from ..context import Context
 from ..stores.base import LedgerEntry, SummaryVersion, keeps_summary_text
 from ..summarizers.fact_check import lost_facts
 from ..tokens import TokenCounter, count_message
-from .catalog import SessionRow
 from .deps import PROBLEM_RESPONSES, current_tenant, get_state, tenant_session
 from .inspector_data import (
     context_series,
@@ -49,6 +48,7 @@ from .inspector_schemas import (
     TimelinePage,
 )
 from .keys import Tenant
+from .memories import ledger_totals
 from .problems import ProblemError
 from .tenancy import ScopedSession, ServerState, scoped_id
 
@@ -79,18 +79,21 @@ async def inspect_sessions(
                                         "previous page")] = None,
 ) -> InspectSessionsPage:
     after = _decode(cursor, sort)
-    rows, total = await _catalog_page(state, tenant.name, q, sort, limit + 1, after)
+    rows, total = await state.catalog.search_sessions(
+        tenant.name, contains=q, sort=sort, limit=limit + 1, after=after
+    )
     more = len(rows) > limit
     rows = rows[:limit]
     ids = [r.session_id for r in rows]
     memory = state.memory(state.config.defaults)
-    stats, ledgers = await asyncio.gather(
+    stats, totals = await asyncio.gather(
         state.stats_many(tenant, ids),
-        asyncio.gather(*(memory.ledger(scoped_id(tenant.name, s), limit=None) for s in ids)),
+        asyncio.gather(*(ledger_totals(memory.store, session_id=scoped_id(tenant.name, s))
+                         for s in ids)),
     )
     sessions = [
-        InspectSession.of(r.session_id, st, led, state.settings_of(r).budget, _utc(r.last_activity))
-        for r, st, led in zip(rows, stats, ledgers, strict=True)
+        InspectSession.of(r.session_id, st, tot, state.settings_of(r).budget, _utc(r.last_activity))
+        for r, st, tot in zip(rows, stats, totals, strict=True)
     ]
     next_cursor = None
     if more and rows:
@@ -98,44 +101,6 @@ async def inspect_sessions(
         next_cursor = _encode([last.last_activity, last.session_id] if sort == "activity"
                               else [last.session_id])
     return InspectSessionsPage(sessions=sessions, next_cursor=next_cursor, total=total)
-
-
-async def _catalog_page(
-    state: ServerState, tenant: str, q: str | None, sort: str, limit: int, after: list[Any] | None
-) -> tuple[list[SessionRow], int]:
-    """A page of the tenant's session index and the number of rows matching ``q``. Reads
-    the catalog's ``cf_server_sessions`` (indexed by tenant) through its connection."""
-    catalog = state.catalog
-    where = "tenant = ?"
-    params: list[Any] = [tenant]
-    if q:
-        like = q.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        where += " AND lower(session_id) LIKE ? ESCAPE '\\'"
-        params.append(f"%{like}%")
-    count_sql = catalog._sql(f"SELECT COUNT(*) FROM cf_server_sessions WHERE {where}")
-    page_where, page_params = where, list(params)
-    if sort == "activity":
-        order = "last_activity DESC, session_id DESC"
-        if after is not None:
-            page_where += " AND (last_activity < ? OR (last_activity = ? AND session_id < ?))"
-            page_params += [after[0], after[0], after[1]]
-    else:
-        order = "session_id ASC"
-        if after is not None:
-            page_where += " AND session_id > ?"
-            page_params.append(after[0])
-    cols = "tenant, session_id, created_at, last_activity, settings"
-    page_sql = catalog._sql(
-        f"SELECT {cols} FROM cf_server_sessions WHERE {page_where} ORDER BY {order} LIMIT ?"
-    )
-    page_params.append(limit)
-
-    def run(conn: Any) -> tuple[list[SessionRow], int]:
-        rows = conn.execute(page_sql, tuple(page_params)).fetchall()
-        total = conn.execute(count_sql, tuple(params)).fetchone()[0]
-        return [SessionRow(*r) for r in rows], int(total)
-
-    return await catalog._arun(run)
 
 
 # -- one session --------------------------------------------------------------------------
@@ -146,9 +111,9 @@ async def _catalog_page(
 async def inspect_session(scoped: Existing, state: State) -> InspectSession:
     memory = scoped.memory
     stats = await memory.stats(scoped.store_id)
-    ledger = await memory.ledger(scoped.store_id, limit=None)
+    totals = await ledger_totals(memory.store, session_id=scoped.store_id)
     last = _utc(scoped.row.last_activity) if scoped.row is not None else None
-    info = InspectSession.of(scoped.session_id, stats, ledger, scoped.settings.budget, last)
+    info = InspectSession.of(scoped.session_id, stats, totals, scoped.settings.budget, last)
     store = memory.store
     info.retention = store.retention
     info.summary_history = keeps_summary_text(store)
@@ -231,7 +196,7 @@ async def inspect_folds(
     by_hi = {v.through_seq: v.version for v in versions}
     return FoldsPage(
         session_id=scoped.session_id,
-        folds=[FoldRow.of(r, by_hi.get(r.hi) if r.outcome == "committed" else None)
+        folds=[FoldRow.of_version(r, by_hi.get(r.hi) if r.outcome == "committed" else None)
                for r in page],
         next_before_id=page[-1].id if more and page else None,
     )
@@ -268,7 +233,7 @@ async def inspect_fold(
                                                                   after_text or "")]
         if both else None,
         lost_facts=lost_facts(before_text or "", after_text or "") if both else None,
-        ledger=FoldRow.of(row, version) if row is not None else None,
+        ledger=FoldRow.of_version(row, version) if row is not None else None,
         created_at=after.created_at,
     )
 

@@ -11,7 +11,9 @@ from pydantic import BaseModel, Field
 from ..messages import StoredMessage
 from ..policy import SessionStats
 from ..stores.base import LedgerEntry
+from ..stores.rows import LedgerTotals
 from .inspector_data import FoldMarker, SeriesPoint
+from .schemas import LedgerRow
 
 __all__ = [
     "ContextMessageOut",
@@ -56,7 +58,7 @@ class InspectSession(BaseModel):
         cls,
         session_id: str,
         stats: SessionStats | None,
-        ledger: Sequence[LedgerEntry],
+        totals: Sequence[LedgerTotals],
         budget: int | None,
         last_activity: datetime | None,
     ) -> InspectSession:
@@ -67,11 +69,11 @@ class InspectSession(BaseModel):
             live=s.live_count,
             folded=s.through_seq,
             folds=s.summary_version,
-            failed_folds=sum(1 for e in ledger if e.outcome == "failed"),
+            failed_folds=sum(t.attempts for t in totals if t.outcome == "failed"),
             context_tokens=s.summary_tokens + s.live_tokens,
             summary_tokens=s.summary_tokens,
             budget=budget,
-            summarizer_tokens=sum(e.input_tokens + e.output_tokens for e in ledger),
+            summarizer_tokens=sum(t.input_tokens + t.output_tokens for t in totals),
             last_activity=s.last_activity or last_activity,
         )
 
@@ -144,41 +146,19 @@ class TimelinePage(BaseModel):
     )
 
 
-class FoldRow(BaseModel):
+class FoldRow(LedgerRow):
     """One fold attempt (a ledger row) and the summary version it made, if it committed."""
 
-    id: int | None
     version: int | None
-    outcome: str
-    reason: str
-    lo: int
-    hi: int
-    messages_folded: int
-    tokens_folded: int
-    summary_tokens: int
-    input_tokens: int
-    output_tokens: int
-    calls: int
-    model: str | None
-    latency_ms: float
-    error_class: str | None
     error: str | None = Field(description="Redacted one-line error of a failed fold")
-    started_at: datetime | None
 
     @classmethod
-    def of(cls, e: LedgerEntry, version: int | None) -> FoldRow:
-        return cls(
-            id=e.id, version=version, outcome=e.outcome, reason=e.reason, lo=e.lo, hi=e.hi,
-            messages_folded=e.messages_folded, tokens_folded=e.tokens_folded,
-            summary_tokens=e.summary_tokens, input_tokens=e.input_tokens,
-            output_tokens=e.output_tokens, calls=e.calls, model=e.model,
-            latency_ms=e.latency_ms, error_class=e.error_class, error=e.error,
-            started_at=e.started_at,
-        )
+    def of_version(cls, e: LedgerEntry, version: int | None) -> FoldRow:
+        return cls(**LedgerRow.of(e).model_dump(), version=version, error=e.error)
 
 
 def ledger_row(e: LedgerEntry) -> FoldRow:
-    return FoldRow.of(e, None)
+    return FoldRow.of_version(e, None)
 
 
 class FoldsPage(BaseModel):

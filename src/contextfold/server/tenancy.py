@@ -15,22 +15,20 @@ never the only copy of anything.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..engine import AsyncMemory
 from ..policy import SessionStats
-from ..stores import open_store
 from ..stores.base import Store
 from .catalog import Catalog, SessionRow
 from .config import ServerConfig
 from .keys import KeyResolver, Tenant
+from .memories import SessionMemories, open_service_store
 from .problems import ProblemError
-from .session_settings import SessionSettings, SettingsPatch
+from .session_settings import SessionSettings
 
 if TYPE_CHECKING:
     from .limits import RateLimiter
@@ -42,7 +40,6 @@ __all__ = ["SESSION_ID_PATTERN", "ScopedSession", "ServerState", "scoped_id"]
 SESSION_ID_PATTERN = r"^[A-Za-z0-9._:@~=+-]{1,200}$"
 _SESSION_ID = re.compile(SESSION_ID_PATTERN)
 _TOUCH_EVERY_S = 1.0
-_MEMORY_CACHE = 256
 
 
 def scoped_id(tenant: str, session_id: str) -> str:
@@ -76,35 +73,22 @@ class ServerState:
     ) -> None:
         self.config = config
         self.store_url = store_url
-        self.store: Store = open_store(store_url)
+        self.store: Store = open_service_store(config, store_url)
         self.catalog = catalog
+        self.memories = SessionMemories(config, self.store, catalog)
         self.keys = KeyResolver(catalog, ttl=config.key_cache_seconds)
         self.limiter = limiter
         self.metrics = metrics
-        self._memories: OrderedDict[SessionSettings, AsyncMemory] = OrderedDict()
         self._touched: dict[str, float] = {}
 
     # -- memories -------------------------------------------------------------------------
 
     def memory(self, settings: SessionSettings) -> AsyncMemory:
-        """The AsyncMemory for these settings (one per distinct settings, sharing the
-        store; least recently used ones are dropped, never closed — the store is shared)."""
-        memory = self._memories.get(settings)
-        if memory is not None:
-            self._memories.move_to_end(settings)
-            return memory
-        memory = AsyncMemory(
-            self.store, fold=self.config.fold, **settings.memory_options(self.config.model)
-        )
-        self._memories[settings] = memory
-        if len(self._memories) > _MEMORY_CACHE:
-            self._memories.popitem(last=False)
-        return memory
+        """The AsyncMemory for these settings (see :class:`SessionMemories`)."""
+        return self.memories.memory(settings)
 
     def settings_of(self, row: SessionRow | None) -> SessionSettings:
-        if row is None or row.settings is None:
-            return self.config.defaults
-        return self.config.defaults.overlay(SettingsPatch.model_validate(json.loads(row.settings)))
+        return self.memories.settings_of(row)
 
     # -- sessions -------------------------------------------------------------------------
 

@@ -7,11 +7,13 @@ code. Same schema concepts as SQLite (``sessions`` with running totals and the
 migrated by :meth:`PostgresStore.setup` under an advisory lock so any number of
 processes may call it at once.
 
-Locking: a write locks its one ``sessions`` row first (``FOR UPDATE``), then messages, so
-locks are taken in one order and held for a few statements. No transaction spans a
-summarizer call, so an append waits for another short transaction at most, never for a
-fold. Workers claim with ``FOR UPDATE SKIP LOCKED``; leases use the server clock (skewed
-worker clocks agree on expiry). Statement, lock and idle-in-transaction timeouts are set.
+Locking: a write locks its ``sessions`` row first (``FOR UPDATE``; a group of fold
+commits locks its rows in session id order), then messages, so locks are taken in one
+order and held for a few statements. No transaction spans a summarizer call, so an append
+waits for another short transaction at most, never for a fold. Fold commits, and their
+grouping, are in :mod:`.postgres_commits`; due marks and leases (server clock, ``SKIP
+LOCKED`` claims) in :mod:`.postgres_leases`. Statement, lock and idle-in-transaction
+timeouts are set.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ import json
 import re
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypeVar, cast
 
@@ -29,6 +30,7 @@ from ..errors import ConfigError, ContextFoldError, StorageError
 from ..inline import inline, run_elsewhere
 from ..messages import StoredMessage
 from ..policy import SessionStats
+from . import postgres_leases as lease_sql
 from .base import (
     AppendResult,
     FoldCommit,
@@ -42,28 +44,25 @@ from .base import (
     keeps_summary_text,
     plan_append,
 )
+from .postgres_commits import COMMIT_FOLD, COMMIT_FOLDS, CommitGroup, explain_commit_miss
 from .postgres_schema import (
-    CLAIM_DUE,
-    CLAIM_MANY,
-    CLAIM_SESSION,
-    COMMIT_FOLD,
     LEDGER_INSERT,
     LEDGER_SELECT,
     MIGRATIONS,
-    RELEASE_MANY,
     SESSION_COLS,
     SNAPSHOT_MANY,
     SNAPSHOT_ONE,
     VERSIONS_SELECT,
-    explain_commit_miss,
     ledger_params,
     migrate,
 )
 from .rows import (
     LEDGER_COLUMNS,
+    LedgerTotals,
     MessageDecoder,
-    encode_message,
     ledger_from_row,
+    ledger_totals_from_rows,
+    ledger_totals_query,
     session_stats,
     version_from_row,
 )
@@ -139,6 +138,7 @@ class PostgresStore:
         self._sync_pool_lock = threading.Lock()
         self._closed = False
         self._decoder = MessageDecoder()
+        self._commits = CommitGroup(self._commit_one, self._commit_many)
 
     def __repr__(self) -> str:
         return f"PostgresStore({redact_url(self.url)!r}, schema={self.schema!r})"
@@ -277,7 +277,7 @@ class PostgresStore:
                             s,
                             i.message.id,
                             i.message.role,
-                            encode_message(i.message),
+                            self._decoder.encode(session_id, s, i.message, i.tokens),
                             i.tokens,
                             now,
                         )
@@ -301,7 +301,9 @@ class PostgresStore:
     async def commit_fold(self, commit: FoldCommit, entry: LedgerEntry) -> Summary:
         """One statement: the compare-and-set update of the session row, the retention
         step and the ledger row commit together or not at all, and the session row is
-        locked only while that statement runs. If nothing matched, a second read says why."""
+        locked only while that statement runs. Commits that wait while others are in
+        flight go out together as one statement (:mod:`.postgres_commits`), each with its
+        own compare-and-set. If a commit matched nothing, a second read says why."""
         lease = commit.lease
         params = {
             "sid": commit.session_id,
@@ -317,14 +319,28 @@ class PostgresStore:
             "token": lease.token if lease else None,
             **{f"l_{c}": v for c, v in zip(LEDGER_COLUMNS, ledger_params(entry), strict=True)},
         }
+        matched = await (self._commit_one(params) if inline() else self._commits.commit(params))
+        if not matched:
 
-        async def do(conn: Conn) -> Summary:
-            cur = await conn.execute(COMMIT_FOLD, params)
-            if await cur.fetchone() is None:
+            async def explain(conn: Conn) -> None:
                 await explain_commit_miss(conn, commit)
-            return Summary(
-                commit.text, commit.hi, commit.expected_version + 1, commit.tokens, entry.started_at
-            )
+
+            await self._tx(explain, single=True)
+        return Summary(
+            commit.text, commit.hi, commit.expected_version + 1, commit.tokens, entry.started_at
+        )
+
+    async def _commit_one(self, params: dict[str, Any]) -> bool:
+        async def do(conn: Conn) -> bool:
+            cur = await conn.execute(COMMIT_FOLD, params)
+            return await cur.fetchone() is not None
+
+        return await self._tx(do, single=True)
+
+    async def _commit_many(self, params: dict[str, Any]) -> set[str]:
+        async def do(conn: Conn) -> set[str]:
+            cur = await conn.execute(COMMIT_FOLDS, params)
+            return {row[0] for row in await cur.fetchall()}
 
         return await self._tx(do, single=True)
 
@@ -383,87 +399,37 @@ class PostgresStore:
     # -- due sessions and leases -----------------------------------------------------------
 
     async def mark_due(self, session_id: str, due_at: datetime | None, *, as_of_seq: int) -> None:
-        async def do(conn: Conn) -> None:
-            await conn.execute(
-                "UPDATE sessions SET due_at = %s, due_seq = %s "
-                "WHERE session_id = %s AND due_seq <= %s",
-                (due_at, as_of_seq, session_id, as_of_seq),
-            )
-
-        await self._tx(do, single=True)
+        await self._tx(lambda c: lease_sql.mark_due(c, session_id, due_at, as_of_seq), single=True)
 
     async def claim_due(self, owner: str, *, limit: int, lease_seconds: float) -> list[Lease]:
-        async def do(conn: Conn) -> list[Lease]:
-            cur = await conn.execute(CLAIM_DUE, (limit, owner, float(lease_seconds)))
-            rows = sorted(await cur.fetchall(), key=lambda r: (r[3], r[0]))
-            return [Lease(sid, owner, token, expires) for sid, token, expires, _ in rows]
-
-        return await self._tx(do, single=True)
+        return await self._tx(lambda c: lease_sql.claim_due(c, owner, limit, lease_seconds),
+                              single=True)
 
     async def claim(self, session_id: str, owner: str, *, lease_seconds: float) -> Lease | None:
-        async def do(conn: Conn) -> Lease | None:
-            cur = await conn.execute(CLAIM_SESSION, (owner, float(lease_seconds), session_id))
-            row = await cur.fetchone()
-            return None if row is None else Lease(session_id, owner, row[0], row[1])
-
-        return await self._tx(do, single=True)
+        return await self._tx(lambda c: lease_sql.claim(c, session_id, owner, lease_seconds),
+                              single=True)
 
     async def claim_many(
         self, session_ids: Sequence[str], owner: str, *, lease_seconds: float
     ) -> list[Lease]:
-        async def do(conn: Conn) -> list[Lease]:
-            cur = await conn.execute(CLAIM_MANY, (owner, float(lease_seconds), list(session_ids)))
-            return [Lease(sid, owner, token, exp) for sid, token, exp in await cur.fetchall()]
-
-        return await self._tx(do, single=True) if session_ids else []
+        if not session_ids:
+            return []
+        return await self._tx(
+            lambda c: lease_sql.claim_many(c, session_ids, owner, lease_seconds), single=True
+        )
 
     async def release_many(self, leases: Sequence[Lease]) -> None:
-        async def do(conn: Conn) -> None:
-            await conn.execute(
-                RELEASE_MANY,
-                ([x.session_id for x in leases], [x.owner for x in leases],
-                 [x.token for x in leases]),
-            )
-
         if leases:
-            await self._tx(do, single=True)
+            await self._tx(lambda c: lease_sql.release_many(c, leases), single=True)
 
     async def renew(self, lease: Lease, *, lease_seconds: float) -> Lease | None:
-        async def do(conn: Conn) -> Lease | None:
-            cur = await conn.execute(
-                "UPDATE sessions SET lease_expires = now() + make_interval(secs => %s) "
-                "WHERE session_id = %s AND lease_owner = %s AND lease_token = %s "
-                "AND lease_expires > now() RETURNING lease_expires",
-                (float(lease_seconds), lease.session_id, lease.owner, lease.token),
-            )
-            row = await cur.fetchone()
-            return replace(lease, expires_at=row[0]) if row else None
-
-        return await self._tx(do, single=True)
+        return await self._tx(lambda c: lease_sql.renew(c, lease, lease_seconds), single=True)
 
     async def release(self, lease: Lease, *, due_at: datetime | None, as_of_seq: int) -> bool:
-        async def do(conn: Conn) -> bool:
-            cur = await conn.execute(
-                "UPDATE sessions SET lease_owner = NULL, lease_expires = NULL, "
-                "due_at = CASE WHEN due_seq <= %s THEN %s ELSE due_at END, "
-                "due_seq = greatest(due_seq, %s) "
-                "WHERE session_id = %s AND lease_owner = %s AND lease_token = %s",
-                (as_of_seq, due_at, as_of_seq, lease.session_id, lease.owner, lease.token),
-            )
-            return cur.rowcount == 1
-
-        return await self._tx(do, single=True)
+        return await self._tx(lambda c: lease_sql.release(c, lease, due_at, as_of_seq), single=True)
 
     async def list_due(self, *, limit: int | None = 100) -> list[tuple[str, datetime]]:
-        async def do(conn: Conn) -> list[tuple[str, datetime]]:
-            cur = await conn.execute(
-                "SELECT session_id, due_at FROM sessions WHERE due_at IS NOT NULL "
-                "ORDER BY due_at, session_id LIMIT %s",
-                (limit,),
-            )
-            return [(sid, at) for sid, at in await cur.fetchall()]
-
-        return await self._tx(do, single=True)
+        return await self._tx(lambda c: lease_sql.list_due(c, limit), single=True)
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -495,8 +461,13 @@ class PostgresStore:
                     stats = session_stats(row)
                     summary = None
                     if row[10] is not None:
-                        summary = Summary(row[10], stats.through_seq, stats.summary_version,
-                                          stats.summary_tokens, row[11])
+                        summary = Summary(
+                            row[10],
+                            stats.through_seq,
+                            stats.summary_version,
+                            stats.summary_tokens,
+                            row[11],
+                        )
                     snap = out[sid] = Snapshot(stats, summary, [])
                 if row[12] is not None:
                     snap.live.append(self._decoder.decode(sid, row[12], row[13], row[14]))
@@ -572,6 +543,20 @@ class PostgresStore:
 
         return await self._tx(do, single=True)
 
+    async def ledger_totals(
+        self, *, session_id: str | None = None, prefix: str | None = None
+    ) -> list[LedgerTotals]:
+        """Per (model, outcome) sums of the ledger rows of one session or of every session
+        whose id starts with ``prefix``: an index range (the prefix over the ledger's
+        ``COLLATE "C"`` index: code point order, whatever the database's collation)."""
+        sql, params = ledger_totals_query(session_id, prefix, ordered='session_id COLLATE "C"')
+
+        async def do(conn: Conn) -> list[LedgerTotals]:
+            cur = await conn.execute(sql.replace("?", "%s"), params)
+            return ledger_totals_from_rows(await cur.fetchall())
+
+        return await self._tx(do, single=True)
+
     async def list_sessions(
         self, *, limit: int | None = 100, offset: int = 0
     ) -> list[SessionStats]:
@@ -602,4 +587,3 @@ class _NothingToWrite(Exception):
     def __init__(self, result: AppendResult) -> None:
         super().__init__("nothing to write")
         self.result = result
-

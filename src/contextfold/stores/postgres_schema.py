@@ -7,27 +7,21 @@ from typing import Any
 
 from psycopg import sql
 
-from ..errors import ConflictError, StorageError
-from .base import FoldCommit, LedgerEntry
+from .base import LedgerEntry
 from .rows import LEDGER_COLUMNS, ledger_values
 
 __all__ = [
-    "CLAIM_DUE",
-    "CLAIM_MANY",
-    "CLAIM_SESSION",
-    "COMMIT_FOLD",
     "LEDGER_INSERT",
     "LEDGER_SELECT",
     "MIGRATIONS",
     "MIGRATION_LOCK",
-    "RELEASE_MANY",
     "SESSION_COLS",
     "SESSION_COLS_S",
     "SNAPSHOT_MANY",
     "SNAPSHOT_ONE",
     "STARTED_AT",
     "VERSIONS_SELECT",
-    "explain_commit_miss",
+    "VERSION_COLS",
     "ledger_params",
     "migrate",
 ]
@@ -122,12 +116,20 @@ CREATE TABLE summary_versions (
 );
 """
 
-#: Ordered (version, name, SQL), the same steps as SQLite's. Append; never edit one.
+# Ledger rows by session id *prefix* (a tenant's usage): a range in code point order, which
+# the default index serves only under a "C" database collation; SQLite compares BINARY.
+_LEDGER_PREFIX = """
+CREATE INDEX ledger_session_prefix ON ledger ((session_id COLLATE "C"));
+"""
+
+#: Ordered (version, name, SQL), SQLite's steps plus 5 (PostgreSQL only). Append; never
+#: edit one.
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial schema", _INITIAL),
     (2, "due sessions and leases", _DUE_AND_LEASES),
     (3, "pii vault", _PII_VAULT),
     (4, "summary versions", _SUMMARY_VERSIONS),
+    (5, "ledger by session prefix", _LEDGER_PREFIX),
 ]
 
 VERSION_COLS = (
@@ -149,104 +151,6 @@ LEDGER_INSERT = (
 )
 LEDGER_SELECT = ", ".join(("id", *LEDGER_COLUMNS))
 STARTED_AT = LEDGER_COLUMNS.index("started_at")
-# Explicit types, so parameters in INSERT … SELECT are never guessed as text.
-_LEDGER_TYPES = {
-    "session_id": "text",
-    "outcome": "text",
-    "reason": "text",
-    "lo": "bigint",
-    "hi": "bigint",
-    "messages_folded": "bigint",
-    "tokens_folded": "bigint",
-    "summary_tokens": "bigint",
-    "input_tokens": "bigint",
-    "output_tokens": "bigint",
-    "calls": "bigint",
-    "model": "text",
-    "latency_ms": "double precision",
-    "error_class": "text",
-    "error": "text",
-    "started_at": "timestamptz",
-    "key": "text",
-    "owner": "text",
-    "lease_token": "bigint",
-}
-# The fold commit as one statement (see PostgresStore.commit_fold). With delete retention
-# folded rows go, except that a row with a client id stays as an empty tombstone so a
-# retried append of that id is still recognised (idempotency key).
-COMMIT_FOLD = f"""
-WITH span AS (
-    SELECT count(*) AS n, coalesce(sum(tokens), 0) AS t FROM messages
-    WHERE session_id = %(sid)s AND seq BETWEEN %(lo)s AND %(hi)s
-), upd AS (
-    UPDATE sessions s SET summary_version = s.summary_version + 1,
-        summary_text = %(text)s, summary_tokens = %(tokens)s,
-        summary_updated_at = %(at)s, through_seq = %(hi)s,
-        live_count = s.live_count - span.n, live_tokens = s.live_tokens - span.t,
-        reported_input_tokens = NULL
-    FROM span
-    WHERE s.session_id = %(sid)s AND s.summary_version = %(version)s
-        AND s.through_seq = %(lo)s - 1 AND %(lo)s <= %(hi)s AND %(hi)s <= s.last_seq
-        AND span.n = %(hi)s - %(lo)s + 1
-        AND (%(owner)s::text IS NULL OR (s.lease_owner = %(owner)s
-             AND s.lease_token = %(token)s AND s.lease_expires > now()))
-    RETURNING s.session_id, s.summary_version, s.last_seq, s.live_tokens
-), ver AS (
-    INSERT INTO summary_versions ({VERSION_COLS})
-    SELECT upd.session_id, upd.summary_version, %(lo)s::bigint, %(hi)s::bigint, upd.last_seq,
-        %(tokens)s::bigint, upd.live_tokens, CASE WHEN %(history)s::boolean THEN %(text)s::text END,
-        %(at)s::timestamptz
-    FROM upd
-), gone AS (
-    DELETE FROM messages m USING upd
-    WHERE %(delete)s AND m.session_id = upd.session_id
-        AND m.seq BETWEEN %(lo)s AND %(hi)s AND m.client_id IS NULL
-), blank AS (
-    UPDATE messages m SET body = '', tokens = 0 FROM upd
-    WHERE %(delete)s AND m.session_id = upd.session_id
-        AND m.seq BETWEEN %(lo)s AND %(hi)s AND m.client_id IS NOT NULL
-), led AS (
-    INSERT INTO ledger ({", ".join(LEDGER_COLUMNS)})
-    SELECT {", ".join(f"%(l_{c})s::{_LEDGER_TYPES.get(c, 'text')}" for c in LEDGER_COLUMNS)}
-    FROM upd
-)
-SELECT 1 FROM upd
-"""
-
-#: Lease up to N due, unleased sessions, most overdue first; concurrent claimers skip.
-CLAIM_DUE = (
-    "WITH due AS ("
-    " SELECT session_id FROM sessions WHERE due_at <= now()"
-    " AND (lease_expires IS NULL OR lease_expires <= now())"
-    " ORDER BY due_at, session_id LIMIT %s FOR UPDATE SKIP LOCKED)"
-    " UPDATE sessions s SET lease_owner = %s,"
-    " lease_expires = now() + make_interval(secs => %s),"
-    " lease_token = s.lease_token + 1"
-    " FROM due WHERE s.session_id = due.session_id"
-    " RETURNING s.session_id, s.lease_token, s.lease_expires, s.due_at"
-)
-
-#: Lease one session (due or not) unless its lease is unexpired; server clock.
-CLAIM_SESSION = (
-    "UPDATE sessions SET lease_owner = %s, lease_expires = now() + make_interval(secs => %s), "
-    "lease_token = lease_token + 1 WHERE session_id = %s "
-    "AND (lease_expires IS NULL OR lease_expires <= now()) RETURNING lease_token, lease_expires"
-)
-
-CLAIM_MANY = (
-    "UPDATE sessions SET lease_owner = %s, lease_expires = now() + make_interval(secs => %s), "
-    "lease_token = lease_token + 1 WHERE session_id = ANY(%s) "
-    "AND (lease_expires IS NULL OR lease_expires <= now()) "
-    "RETURNING session_id, lease_token, lease_expires"
-)
-
-#: End the listed leases that are still current (arrays of session id, owner, token).
-RELEASE_MANY = (
-    "UPDATE sessions s SET lease_owner = NULL, lease_expires = NULL "
-    "FROM unnest(%s::text[], %s::text[], %s::bigint[]) AS l(sid, owner, token) "
-    "WHERE s.session_id = l.sid AND s.lease_owner = l.owner AND s.lease_token = l.token"
-)
-
 MIGRATION_LOCK = 0x636F6E74  # advisory lock key ("cont"), scoped to the database
 
 
@@ -267,41 +171,6 @@ def ledger_params(entry: LedgerEntry) -> tuple[Any, ...]:
     values = list(ledger_values(entry))
     values[STARTED_AT] = entry.started_at  # a real timestamptz, not text
     return tuple(values)
-
-
-async def explain_commit_miss(conn: Any, commit: FoldCommit) -> None:
-    """Raise the error that explains why the commit statement matched nothing."""
-    cur = await conn.execute(
-        "SELECT s.summary_version, s.through_seq, s.last_seq, s.lease_owner, "
-        "s.lease_token, s.lease_expires > now(), (SELECT count(*) FROM messages m "
-        "WHERE m.session_id = s.session_id AND m.seq BETWEEN %s AND %s) "
-        "FROM sessions s WHERE s.session_id = %s",
-        (commit.lo, commit.hi, commit.session_id),
-    )
-    row = await cur.fetchone()
-    sid = commit.session_id
-    if row is None:
-        raise ConflictError(f"session {sid!r} no longer exists")
-    version, through, last, owner, token, unexpired, count = row
-    lease = commit.lease
-    if lease is not None and (owner, token, unexpired) != (lease.owner, lease.token, True):
-        raise ConflictError(
-            f"lease {lease.token} of {lease.owner!r} on session {sid!r} "
-            "expired or was taken over; the fold is fenced off"
-        )
-    if version != commit.expected_version:
-        raise ConflictError(
-            f"session {sid!r} summary is at version {version}, "
-            f"the fold started from {commit.expected_version}"
-        )
-    if commit.lo != through + 1 or not (commit.lo <= commit.hi <= last):
-        raise ConflictError(
-            f"fold span {commit.lo}..{commit.hi} does not start at the first live "
-            f"message {through + 1} or passes the last {last}"
-        )
-    if count != commit.hi - commit.lo + 1:
-        raise StorageError(f"session {sid!r} is missing messages in {commit.lo}..{commit.hi}")
-    raise ConflictError(f"session {sid!r} changed while the fold committed")
 
 
 async def migrate(conn: Any, schema: str) -> None:

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from ..errors import StorageError, ValidationError
+from ..errors import ConflictError, StorageError, ValidationError
 from ..messages import Message, StoredMessage
 from ..policy import SessionStats
-from .base import LedgerEntry, SummaryVersion
+from .base import FoldCommit, Lease, LedgerEntry, SummaryVersion
 
 LEDGER_COLUMNS = (
     "session_id",
@@ -154,3 +154,89 @@ def version_values(version: SummaryVersion) -> tuple[Any, ...]:
 def version_from_row(row: Sequence[Any]) -> SummaryVersion:
     sid, version, lo, through, at_seq, tokens, live, text, at = row
     return SummaryVersion(sid, version, lo, through, at_seq, tokens, live, text, decode_time(at))
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerTotals:
+    """Sums over the ledger rows of one ``model`` with one ``outcome``: what a usage report
+    adds up, computed by the database (``ledger_totals``)."""
+
+    model: str | None
+    outcome: str
+    attempts: int
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    messages_folded: int
+    tokens_folded: int
+
+    @classmethod
+    def of(cls, entry: LedgerEntry) -> LedgerTotals:
+        """One ledger row as totals (an attempt of one)."""
+        return cls(entry.model, entry.outcome, 1, entry.calls, entry.input_tokens,
+                   entry.output_tokens, entry.messages_folded, entry.tokens_folded)
+
+
+#: Per (model, outcome) sums of some sessions' ledger rows (see ``ledger_totals_query``).
+LEDGER_TOTALS = (
+    "SELECT model, outcome, count(*), coalesce(sum(calls), 0), "
+    "coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), "
+    "coalesce(sum(messages_folded), 0), coalesce(sum(tokens_folded), 0) FROM ledger "
+    "WHERE {where} GROUP BY model, outcome"
+)
+
+
+def ledger_totals_query(
+    session_id: str | None, prefix: str | None, *, ordered: str = "session_id"
+) -> tuple[str, tuple[str, ...]]:
+    """SQL (``?`` placeholders) and parameters of ``ledger_totals``: one session, or every
+    session whose id starts with ``prefix`` (exactly one of the two) — an equality or a
+    range on the ledger's session index, so the cost follows those sessions' rows, not the
+    ledger. ``ordered``: the session id expression that compares in code point order."""
+    if (session_id is None) == (prefix is None):
+        raise ValueError("ledger_totals takes a session_id or a prefix (one of the two)")
+    if session_id is not None:
+        return LEDGER_TOTALS.format(where="session_id = ?"), (session_id,)
+    assert prefix is not None
+    lo, hi = prefix_range(prefix)
+    return LEDGER_TOTALS.format(where=f"{ordered} >= ? AND {ordered} < ?"), (lo, hi)
+
+
+def prefix_range(prefix: str) -> tuple[str, str]:
+    """[lo, hi): in code point order, exactly the strings that start with ``prefix``."""
+    if not prefix:
+        raise ValueError("an empty prefix names every session")
+    after = ord(prefix[-1]) + 1
+    if after > 0x10FFFF:
+        raise ValueError("the prefix cannot end with U+10FFFF")
+    if 0xD800 <= after <= 0xDFFF:  # surrogates are not text: next is U+E000
+        after = 0xE000
+    return prefix, prefix[:-1] + chr(after)
+
+
+def ledger_totals_from_rows(rows: Sequence[Sequence[Any]]) -> list[LedgerTotals]:
+    return [LedgerTotals(r[0], str(r[1]), *(int(v) for v in r[2:])) for r in rows]
+
+
+def fenced_off(lease: Lease) -> ConflictError:
+    """The error of a fold commit whose lease is no longer its session's current one."""
+    return ConflictError(
+        f"lease {lease.token} of {lease.owner!r} on session {lease.session_id!r} "
+        "expired or was taken over; the fold is fenced off"
+    )
+
+
+def check_fold_start(commit: FoldCommit, version: int, through: int, last: int) -> None:
+    """Raise ``ConflictError`` unless the session (summary ``version``, cursor ``through``,
+    ``last`` seq) is where the fold started: same summary, span = the next live messages."""
+    sid = commit.session_id
+    if version != commit.expected_version:
+        raise ConflictError(
+            f"session {sid!r} summary is at version {version}, "
+            f"the fold started from {commit.expected_version}"
+        )
+    if commit.lo != through + 1 or not (commit.lo <= commit.hi <= last):
+        raise ConflictError(
+            f"fold span {commit.lo}..{commit.hi} does not start at the first live "
+            f"message {through + 1} or passes the last {last}"
+        )

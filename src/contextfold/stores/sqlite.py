@@ -46,9 +46,12 @@ from .base import (
 )
 from .rows import (
     LEDGER_COLUMNS,
+    LedgerTotals,
     MessageDecoder,
+    check_fold_start,
     decode_time,
     encode_time,
+    fenced_off,
     ledger_from_row,
     ledger_values,
 )
@@ -266,21 +269,9 @@ class SQLiteStore:
             if row is None:
                 raise ConflictError(f"session {commit.session_id!r} no longer exists")
             if commit.lease is not None and not schema.holds_lease(conn, commit.lease):
-                raise ConflictError(
-                    f"lease {commit.lease.token} of {commit.lease.owner!r} on session "
-                    f"{commit.session_id!r} expired or was taken over; the fold is fenced off"
-                )
+                raise fenced_off(commit.lease)
             version, through, last = row
-            if version != commit.expected_version:
-                raise ConflictError(
-                    f"session {commit.session_id!r} summary is at version {version}, "
-                    f"the fold started from {commit.expected_version}"
-                )
-            if commit.lo != through + 1 or not (commit.lo <= commit.hi <= last):
-                raise ConflictError(
-                    f"fold span {commit.lo}..{commit.hi} does not start at the first live "
-                    f"message {through + 1} or passes the last {last}"
-                )
+            check_fold_start(commit, version, through, last)
             count, tokens = conn.execute(
                 "SELECT count(*), coalesce(sum(tokens), 0) FROM messages "
                 "WHERE session_id = ? AND seq BETWEEN ? AND ?",
@@ -362,28 +353,10 @@ class SQLiteStore:
         return await self._write(lambda conn: schema.renew_lease(conn, lease, lease_seconds))
 
     async def release(self, lease: Lease, *, due_at: datetime | None, as_of_seq: int) -> bool:
-        def do(conn: sqlite3.Connection) -> bool:
-            if not schema.holds_lease(conn, lease, unexpired=False):
-                return False
-            conn.execute(
-                "UPDATE sessions SET lease_owner = NULL, lease_expires = NULL WHERE session_id = ?",
-                (lease.session_id,),
-            )
-            schema.mark_due(conn, lease.session_id, due_at, as_of_seq)
-            return True
-
-        return await self._write(do)
+        return await self._write(lambda conn: schema.release_lease(conn, lease, due_at, as_of_seq))
 
     async def list_due(self, *, limit: int | None = 100) -> list[tuple[str, datetime]]:
-        def do(conn: sqlite3.Connection) -> list[tuple[str, datetime]]:
-            rows = conn.execute(
-                "SELECT session_id, due_at FROM sessions WHERE due_at IS NOT NULL "
-                "ORDER BY due_at, session_id LIMIT ?",
-                (-1 if limit is None else limit,),
-            ).fetchall()
-            return [(sid, schema.from_epoch(at)) for sid, at in rows]
-
-        return await self._call(do)
+        return await self._call(lambda conn: schema.list_due(conn, limit))
 
     async def record_attempt(self, entry: LedgerEntry) -> int:
         return await self._write(lambda conn: self._insert_ledger(conn, entry))
@@ -544,6 +517,13 @@ class SQLiteStore:
         return await self._read(
             lambda conn: schema.read_versions(conn, session_id, after_version, limit, text)
         )
+
+    async def ledger_totals(
+        self, *, session_id: str | None = None, prefix: str | None = None
+    ) -> list[LedgerTotals]:
+        """Per (model, outcome) sums of the ledger rows of one session or of every session
+        whose id starts with ``prefix`` — the database adds them up over an index range."""
+        return await self._read(lambda conn: schema.ledger_totals(conn, session_id, prefix))
 
     async def ledger(
         self, session_id: str | None = None, *, limit: int | None = 100

@@ -9,7 +9,15 @@ from dataclasses import replace
 from datetime import datetime, timezone
 
 from .base import FoldCommit, Lease, SummaryVersion
-from .rows import SESSION_COLS, encode_time, session_stats, version_from_row
+from .rows import (
+    SESSION_COLS,
+    LedgerTotals,
+    encode_time,
+    ledger_totals_from_rows,
+    ledger_totals_query,
+    session_stats,
+    version_from_row,
+)
 
 __all__ = [
     "MIGRATIONS",
@@ -22,9 +30,12 @@ __all__ = [
     "from_epoch",
     "holds_lease",
     "insert_version",
+    "ledger_totals",
+    "list_due",
     "mark_due",
     "migrate",
     "read_versions",
+    "release_lease",
     "release_leases",
     "renew_lease",
     "session_stats",
@@ -297,3 +308,36 @@ def mark_due(conn: sqlite3.Connection, sid: str, due_at: datetime | None, as_of:
         "UPDATE sessions SET due_at = ?, due_seq = ? WHERE session_id = ? AND due_seq <= ?",
         (epoch(due_at), as_of, sid, as_of),
     )
+
+
+def release_lease(
+    conn: sqlite3.Connection, lease: Lease, due_at: datetime | None, as_of: int
+) -> bool:
+    """End ``lease`` if it is still its session's current one and mark the session due
+    (as :func:`mark_due`); False, changing nothing, otherwise (in a write tx)."""
+    if not holds_lease(conn, lease, unexpired=False):
+        return False
+    conn.execute(
+        "UPDATE sessions SET lease_owner = NULL, lease_expires = NULL WHERE session_id = ?",
+        (lease.session_id,),
+    )
+    mark_due(conn, lease.session_id, due_at, as_of)
+    return True
+
+
+def list_due(conn: sqlite3.Connection, limit: int | None) -> list[tuple[str, datetime]]:
+    rows = conn.execute(
+        "SELECT session_id, due_at FROM sessions WHERE due_at IS NOT NULL "
+        "ORDER BY due_at, session_id LIMIT ?",
+        (-1 if limit is None else limit,),
+    ).fetchall()
+    return [(sid, from_epoch(at)) for sid, at in rows]
+
+
+def ledger_totals(
+    conn: sqlite3.Connection, session_id: str | None, prefix: str | None
+) -> list[LedgerTotals]:
+    """Per (model, outcome) ledger sums of one session or of the sessions whose id starts
+    with ``prefix`` (SQLite compares BINARY: code point order, over ``ledger_session``)."""
+    sql, params = ledger_totals_query(session_id, prefix)
+    return ledger_totals_from_rows(conn.execute(sql, params).fetchall())

@@ -17,6 +17,7 @@ from ...outcomes import FoldOutcome, Usage
 from ..deps import PROBLEM_RESPONSES, current_tenant, get_state, tenant_session, writable_session
 from ..formats import ContextFormat, render
 from ..keys import Tenant
+from ..memories import ledger_totals
 from ..problems import ProblemError
 from ..schemas import (
     Appended,
@@ -331,10 +332,13 @@ async def list_sessions(
 
 @router.get("/usage", response_model=UsageTotals, summary="Summarizer usage of the tenant")
 async def tenant_usage(tenant: CurrentTenant, state: State) -> UsageTotals:
+    # The database adds up this tenant's ledger rows only (an index range on the tenant's
+    # session ids), so the cost does not grow with other tenants' data.
     memory = state.memory(state.config.defaults)
-    prefix = scoped_id(tenant.name, "")
-    rows = [r for r in await memory.ledger(None, limit=None) if r.session_id.startswith(prefix)]
-    return UsageTotals(**dataclasses.asdict(Usage.from_ledger(rows)))
+    await memory.stats(scoped_id(tenant.name, "-"))  # sets the store up on first use
+    totals = await ledger_totals(memory.store, prefix=scoped_id(tenant.name, ""))
+    return UsageTotals(**dataclasses.asdict(Usage.from_totals(totals)))
+
 
 def _utc(ts: float) -> datetime:
     return datetime.fromtimestamp(ts, tz=timezone.utc)
