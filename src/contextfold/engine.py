@@ -327,8 +327,8 @@ class AsyncMemory:
         return max(known) if known else None
 
     def _wants_fold(self, stats: SessionStats, now: datetime | None = None) -> bool:
-        # with masking, the policy sees the live messages at the size they are shown
-        stats = self._views.masked_stats(stats.session_id, stats)
+        if self.masking is not None:  # the policy sees the live messages as they are shown
+            stats = self._views.masked_stats(stats.session_id, stats)
         return self.policy.triggered(
             self._with_reserved(stats), self.clock() if now is None else now
         )
