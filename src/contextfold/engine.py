@@ -331,6 +331,8 @@ class AsyncMemory:
         stats, now = self._with_reserved(stats), self.clock() if now is None else now
         if not self.policy.triggered(stats, now):
             return False  # masked sizes are never larger: no stand-in needs making to know
+        if self.masking is None:
+            return True
         # with masking, the policy sees the live messages at the size they are shown
         return self.policy.triggered(self._views.masked_stats(stats.session_id, stats), now)
 
