@@ -296,14 +296,15 @@ _WORDS = ["alpha", "R-2031", "status", "ok", "error", "42", "2024-05-03", "path/
 @st.composite
 def agent_transcripts(draw: Any) -> list[Message]:
     """Random valid agent transcripts: chat turns, single and parallel calls, JSON and log
-    results of very different sizes (some far over any budget), failing tools."""
+    results of very different sizes (some far over any budget), failing tools, and often a
+    long chat after the last result."""
     out: list[Message] = [Message(role="user", content="goal: fix the build")]
-    n = draw(st.integers(1, 14))
+    n = draw(st.integers(1, 20))
     cid = 0
     for _ in range(n):
         kind = draw(st.sampled_from(["user", "assistant", "tools", "tools"]))
         if kind != "tools":
-            words = draw(st.lists(st.sampled_from(_WORDS), max_size=30))
+            words = draw(st.lists(st.sampled_from(_WORDS), max_size=80))
             out.append(Message(role=kind, content=" ".join(words) or "ok"))
             continue
         k = draw(st.integers(1, 3))
@@ -319,10 +320,13 @@ def agent_transcripts(draw: Any) -> list[Message]:
             else:
                 body = log(size)
             out.append(Message(role="tool", tool_call_id=c.id, content=body))
+    for i in range(draw(st.integers(0, 14))):  # a chat that goes on after the last result
+        words = draw(st.lists(st.sampled_from(_WORDS), min_size=10, max_size=80))
+        out.append(Message(role="user" if i % 2 == 0 else "assistant", content=" ".join(words)))
     return out
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
     msgs=agent_transcripts(),
     budget=st.sampled_from([300, 600, 1200, 4000]),
@@ -343,6 +347,11 @@ def test_agent_views_fit_pair_and_show_the_newest_result(
         tool_ids = [m.tool_call_id for m in msgs[:n] if m.role == "tool"]
         if tool_ids:
             assert tool_ids[-1] in {m.tool_call_id for m in ctx.messages if m.role == "tool"}
+        shown = [m for m in ctx.messages if m.role != "system"]
+        assert ctx.omitted == n - len(shown) + int(ctx.bridged)  # every live message counted
+        assert msgs[n - 1].role == shown[-1].role  # the newest message is there, maybe cut
+        if msgs[n - 1].role == "tool":
+            assert shown[-1].tool_call_id == msgs[n - 1].tool_call_id
         if n % 3 == 0 or n == len(msgs):  # the incremental view is exactly the fresh one
             fresh = build_context(counter=COUNTER, live=live, summary_text=summary,
                                   budget=budget, system="You are an agent.", masking=masking)

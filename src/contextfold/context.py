@@ -78,6 +78,9 @@ _BRIDGE = Message(role="user", content=BRIDGE_TEXT)
 _MIN_NEWEST_SHARE = 0.25
 #: Most room, in characters, for the key facts in the elision marker of a text result.
 _TEXT_NOTE_CHARS = 320
+#: Shares of the room tried for the newest result's group when the turns after it are
+#: left out of the view (the rest goes to the newest turns).
+_PIN_SHARES = (1 / 3, 1 / 2, 3 / 4)
 
 
 def summary_overhead(counter: TokenCounter) -> int:
@@ -517,9 +520,10 @@ class LiveView:
     def _pinned(self, g: int, b: int, room: int
                 ) -> tuple[list[Message], list[int], int, tuple[int, int]] | None:
         """The tool-call group starting at ``g`` (the newest result's) within a third of
-        ``room`` (cut down if needed), followed by the newest whole groups that fit the
-        rest (or the newest group cut down): (messages, indices cut, tokens, (start, end)
-        of the messages left out between them); None if even that does not fit."""
+        ``room`` (half, three quarters if it cannot be cut that small), cut down if
+        needed, followed by the newest whole groups that fit the rest (or the newest group
+        cut down): (messages, indices cut, tokens, (start, end) of the messages left out
+        between them); None if even that does not fit."""
         n = len(self.items)
         k = bisect_right(self._cuts, g)
         if k >= len(self._cuts) or self._cuts[k] > self._group[n - 1]:
@@ -527,26 +531,31 @@ class LiveView:
         end = self._cuts[k]  # the cut closing the group
         last_start = self._group[n - 1]
         group = self._sum_range(g, end, b)
-        share = min(group, room // 3)
-        part = self._elided(g, b, share, end) if group > share else (
-            self._body(g, b)[: end - g], [], group)
-        if part is None:
-            return None
-        rest = room - part[2]
-        hi = bisect_right(self._cuts, last_start)
         lo = bisect_left(self._cuts, end + 1)
-        for k in range(lo, hi):  # the earliest cut after the gap from which the rest fits
-            c = self._cuts[k]
-            if self._sum(c, b) <= rest:
-                c = self._prefer_user(c, last_start)
-                tail = self._body(c, b)
-                return part[0] + tail, part[1], part[2] + self._sum(c, b), (end, c)
-        cut = self._elided(last_start, b, rest)
-        if cut is None:
-            return None
-        offset = len(part[0])
-        return (part[0] + cut[0], part[1] + [offset + i for i in cut[1]], part[2] + cut[2],
-                (end, last_start))
+        hi = bisect_right(self._cuts, last_start)
+        for share in dict.fromkeys(min(group, int(room * f)) for f in _PIN_SHARES):
+            part = self._elided(g, b, share, end) if group > share else (
+                self._body(g, b)[: end - g], [], group)
+            if part is None:
+                continue
+            rest = room - part[2]
+            if lo < hi and self._sum(self._cuts[hi - 1], b) <= rest:
+                top, bottom = lo, hi - 1  # the earliest cut after the gap the rest fits from
+                while top < bottom:
+                    mid = (top + bottom) // 2
+                    if self._sum(self._cuts[mid], b) <= rest:
+                        bottom = mid
+                    else:
+                        top = mid + 1
+                c = self._prefer_user(self._cuts[top], last_start)
+                return (part[0] + self._body(c, b), part[1], part[2] + self._sum(c, b),
+                        (end, c))
+            cut = self._elided(last_start, b, rest)
+            if cut is not None:
+                offset = len(part[0])
+                return (part[0] + cut[0], part[1] + [offset + i for i in cut[1]],
+                        part[2] + cut[2], (end, last_start))
+        return None
 
     def _sum_range(self, a: int, c: int, b: int) -> int:
         """Tokens of items ``a..c-1`` as shown (masked below ``b``)."""
