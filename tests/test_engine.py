@@ -328,3 +328,40 @@ def test_delete_removes_session() -> None:
     with Memory("memory://", summarizer=ConcatSummarizer()) as memory:
         memory.add("s", *turns(3))
         assert memory.delete("s") and memory.stats("s") is None and not memory.delete("s")
+
+
+class CountingCounter:
+    """Chars/4, and how many texts it was asked about."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def count(self, text: str) -> int:
+        self.calls += 1
+        return -(-len(text) // 4)
+
+
+@pytest.mark.parametrize("store", ["memory://", "sqlite"])
+def test_resending_a_history_by_id_counts_only_the_new_message(
+    store: str, tmp_path: Path
+) -> None:
+    """A framework re-sends the whole history with client ids each turn: the stored ones
+    are dropped before anything is counted, so a turn counts its new message only (not
+    the whole history again), and the counts of what is stored are right."""
+    counter = CountingCounter()
+    url = store if store == "memory://" else f"sqlite:///{tmp_path / 'c.db'}"
+    history = [dict(m, id=f"m{i}") for i, m in enumerate(turns(30))]
+    with Memory(url, policy=TokenBudget(10**6), tokenizer=counter) as memory:
+        memory.add("s", *history[:1])
+        for i in range(2, len(history) + 1):
+            before = counter.calls
+            result = memory.add("s", *history[:i])
+            assert result.duplicates == i - 1
+            assert counter.calls - before == 1  # one text: the new message's content
+        stored = memory.messages("s")
+        assert [m.seq for m in stored] == list(range(1, 31))
+        assert all(m.tokens == 3 + -(-len(m.text) // 4) for m in stored)
+        stats = memory.stats("s")
+        assert stats is not None and stats.live_tokens == sum(m.tokens for m in stored)
