@@ -92,8 +92,10 @@ def summary_overhead(counter: TokenCounter) -> int:
 class Context:
     """What to send to the model, and how it was made.
 
-    ``omitted`` live messages (seqs ``omitted_seqs``) were left out of this view to honour
-    the budget; they are still stored and will be folded. ``elided`` lists the seqs of
+    ``omitted`` live messages were left out of this view to honour the budget (the oldest,
+    and — when the newest tool result is kept in view ahead of a chat too long to show —
+    the turns between that result and the newest ones); they are still stored and will be
+    folded. ``omitted_seqs`` is the first and the last seq left out. ``elided`` lists the seqs of
     messages shown cut (head + tail, with a marker) because the newest part of the
     conversation did not fit whole; ``truncated`` is true when any was. ``masked`` older
     tool results are shown as stand-ins (observation masking). ``bridged`` is true when a
