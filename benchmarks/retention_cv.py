@@ -59,21 +59,20 @@ _MAIN = ("day", "cue", "generic", "question", "reaction", "fact_cost", "min_gain
 GRID: dict[str, tuple[float, ...]] = {k: FULL_GRID[k] for k in _MAIN}
 # The summarizer's behaviour for explicit weights (weights.py only holds the defaults,
 # and every cached run names its weights).
-_SOURCES = ("extractive.py", "salience.py", "facts.py", "dates.py", "languages.py",
-            "corrections.py")
 
 _convs: list[Conversation] = []
 _tokenizer = "o200k"
 
 
 def code_hash() -> str:
-    """Hash of the summarizer's source (the cache is valid only for the same code)."""
+    """Hash of the summarizers package's source, every module of it (the cache is valid
+    only for the same code; the agent records are part of the extractive summarizer)."""
     import contextfold.summarizers.extractive as pkg
 
     base = Path(pkg.__file__).parent
     digest = hashlib.sha256()
-    for name in _SOURCES:
-        digest.update((base / name).read_bytes())
+    for path in sorted(base.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 
 
