@@ -442,7 +442,8 @@ class AsyncMemory:
         force: bool = False,
         key: Callable[[str], str] | None = None,
     ) -> BatchResult:
-        """Fold many sessions with at most ``concurrency`` folds in flight. One session's
+        """Fold many sessions with at most ``concurrency`` summarizer calls in flight (a
+        fold's commit runs after its slot is freed). One session's
         failure never affects another's; each gets its own outcome. Sessions are taken in
         waves of ``concurrency``: one store call leases a wave, one reads its snapshots,
         one releases it (:mod:`contextfold.batch`)."""

@@ -14,6 +14,8 @@ import asyncio
 import logging
 import time
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import replace
 from operator import attrgetter
 from typing import TYPE_CHECKING
@@ -30,7 +32,14 @@ from .tokens import count_message
 if TYPE_CHECKING:
     from .engine import AsyncMemory
 
-__all__ = ["run_fold"]
+__all__ = ["run_fold", "summarizer_done"]
+
+# Set by ``fold_many`` for each of its folds: called once the summarizer has answered (or
+# failed), so the batch's slot — a bound on summarizer calls in flight — is free while the
+# fold's commit waits for the database.
+summarizer_done: ContextVar[Callable[[], None] | None] = ContextVar(
+    "contextfold_summarizer_done", default=None
+)
 
 log = logging.getLogger("contextfold")
 _seq = attrgetter("seq")
@@ -89,7 +98,13 @@ async def run_fold(
     )
     started = time.perf_counter()
     try:
-        result = check_summary(await memory._summarize(request), request)
+        try:
+            answer = await memory._summarize(request)
+        finally:
+            done = summarizer_done.get()
+            if done is not None:
+                done()
+        result = check_summary(answer, request)
         if privacy.summary:
             clean = privacy.summary_text(result.text, sid)
             if clean != result.text:  # placeholders change the length: check again
