@@ -24,7 +24,6 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from .errors import ContextFoldError
-from .folding import summarizer_done
 from .inline import inline
 from .outcomes import BatchResult, FoldOutcome
 from .stores.base import Lease, Snapshot
@@ -71,7 +70,7 @@ async def fold_in_waves(
             prepared[w] = asyncio.ensure_future(prepare(w))
         return prepared[w]
 
-    async def fold_one(i: int, sid: str) -> FoldOutcome:
+    async def fold_one(i: int, sid: str, free: Callable[[], None]) -> FoldOutcome:
         w = i // concurrency
         task = wave_task(w)
         if w + 1 < len(waves):
@@ -85,7 +84,7 @@ async def fold_in_waves(
         if snap is None:
             return FoldOutcome(sid, "skipped", "policy did not fire")
         return await memory._fold_with(
-            sid, force, key(sid) if key else None, leases.get(sid), snap, taken
+            sid, force, key(sid) if key else None, leases.get(sid), snap, taken, free
         )
 
     async def one(i: int, sid: str) -> FoldOutcome:
@@ -100,9 +99,8 @@ async def fold_in_waves(
         try:
             await gate.acquire()
             held = True
-            summarizer_done.set(free)  # this task's own context (gather wraps each one)
             try:
-                return await fold_one(i, sid)
+                return await fold_one(i, sid, free)
             except ContextFoldError as exc:  # raise_errors, or the wave's store calls
                 return FoldOutcome(sid, "failed", str(exc), error=exc)
         finally:

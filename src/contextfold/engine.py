@@ -376,15 +376,17 @@ class AsyncMemory:
         lease: Lease | None,
         snap: Snapshot,
         taken: float,
+        summarized: Callable[[], None],
     ) -> FoldOutcome:
-        """A ``fold_many`` fold: its wave took the lease (at ``taken``) and the snapshot."""
+        """A ``fold_many`` fold: its wave took the lease (at ``taken``) and the snapshot;
+        ``summarized`` frees its batch slot once the summarizer has answered."""
         if sid in self._inflight:
             return FoldOutcome(sid, "skipped", "a fold of this session is already running")
         self._inflight.add(sid)
         if lease is not None:
             self._lease_taken[sid] = taken
         try:
-            return await self._fold(sid, force, key, lease, snap)
+            return await self._fold(sid, force, key, lease, snap, summarized)
         finally:
             self._inflight.discard(sid)
             self._lease_taken.pop(sid, None)
@@ -427,12 +429,13 @@ class AsyncMemory:
         key: str | None,
         lease: Lease | None,
         snap: Snapshot | None = None,
+        summarized: Callable[[], None] | None = None,
     ) -> FoldOutcome:
         store = await self._ready()
         planned = await self._plan(store, sid, force, snap)
         if planned is None:
             return FoldOutcome(sid, "skipped", "policy did not fire")
-        return await run_fold(self, store, sid, *planned, key, lease)
+        return await run_fold(self, store, sid, *planned, key, lease, summarized)
 
     async def fold_many(
         self,

@@ -15,7 +15,6 @@ import logging
 import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import replace
 from operator import attrgetter
 from typing import TYPE_CHECKING
@@ -32,14 +31,7 @@ from .tokens import count_message
 if TYPE_CHECKING:
     from .engine import AsyncMemory
 
-__all__ = ["run_fold", "summarizer_done"]
-
-# Set by ``fold_many`` for each of its folds: called once the summarizer has answered (or
-# failed), so the batch's slot — a bound on summarizer calls in flight — is free while the
-# fold's commit waits for the database.
-summarizer_done: ContextVar[Callable[[], None] | None] = ContextVar(
-    "contextfold_summarizer_done", default=None
-)
+__all__ = ["run_fold"]
 
 log = logging.getLogger("contextfold")
 _seq = attrgetter("seq")
@@ -53,6 +45,7 @@ async def run_fold(
     plan: FoldPlan,
     key: str | None,
     lease: Lease | None,
+    summarized: Callable[[], None] | None = None,
 ) -> FoldOutcome:
     """Carry out ``plan`` (made from ``snap`` of session ``sid``): clear an idle
     session, or fold ``plan.lo..plan.hi`` into a new summary and commit it."""
@@ -101,9 +94,8 @@ async def run_fold(
         try:
             answer = await memory._summarize(request)
         finally:
-            done = summarizer_done.get()
-            if done is not None:
-                done()
+            if summarized is not None:  # fold_many: its slot bounds summarizer calls
+                summarized()
         result = check_summary(answer, request)
         if privacy.summary:
             clean = privacy.summary_text(result.text, sid)
