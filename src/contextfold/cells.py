@@ -96,7 +96,8 @@ class MemoryCells:
     ``store``: a Store or URL (default: the default SQLite file). ``summarizer``: typically
     ``LLMSummarizer(model, preset="character")``; default the offline extractive one.
     ``names``: character id → display name for the ``character`` preset (default: the id).
-    ``concurrency``: folds in flight at once. ``key_prefix``: ledger key ``prefix:id``.
+    ``concurrency``: summarizer calls in flight at once (``fold_many``'s bound).
+    ``key_prefix``: ledger key ``prefix:id``.
     """
 
     def __init__(
