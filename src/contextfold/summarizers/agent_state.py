@@ -25,7 +25,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,8 +86,8 @@ _NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?")
 _CODE = re.compile(r"[A-Z][A-Z0-9]{1,9}(?:[-_][A-Z0-9]{1,9})*")
 _MONEY = re.compile(r"[$€£¥]\s?\d[\d,]*(?:\.\d+)?|\b\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|%)")
 _LINE_NO = re.compile(r"\b(?:line|lines|ln|row|col|column)\s+(\d{1,7})\b", re.I)
-_KV_LINES = re.compile(r"^[ \t]*([A-Za-z][\w .-]{0,30}?)[ \t]*[:=][ \t]*(\S[^\n]{0,57}?)[ \t]*$",
-                       re.M)
+#: The characters of a ``key: value`` line's key after its first letter (see _kv_lines).
+_KEY_REST = re.compile(r"[\w .-]+").fullmatch
 _HAS_DIGIT = re.compile(r"\d").search
 _PLACEHOLDER = re.compile(r"<[A-Z][A-Z_]*(?:_\d+)?>")
 _HAS_ALPHA = re.compile(r"[A-Za-z]").search
@@ -96,7 +97,6 @@ _ERROR_LINE = re.compile(
     re.I,
 )
 _SENTENCE_BREAK = re.compile(r"[.!?…]+([\"'”’)\]]*)(?:\s+|$)")
-_SPACES = re.compile(r"\s+")
 _DIGITS = re.compile(r"\d+")
 #: Marks a clipped value; not a sentence end, so a summary line stays one fact.
 _MORE = "⋯"
@@ -109,14 +109,18 @@ _FAILURE_LINE = re.compile(
 )
 _ANY_ERROR = re.compile(r"(?i:" + _ERROR_LINE.pattern + r")|" + _STRONG_ERROR.pattern)
 #: Lower-cased text: where an error word may be (a superset of _ANY_ERROR's matches).
-_ERROR_HINT = re.compile(
-    r"error|exception|traceback|fail|fatal|panic|denied|not found|invalid|refused|"
-    r"timed? ?out|cannot|can't|unable|errno"
-)
+_ERROR_HINTS = ("error", "exception", "traceback", "fail", "fatal", "panic", "denied",
+                "not found", "invalid", "refused", "timeout", "time out", "timedout",
+                "timed out", "cannot", "can't", "unable", "errno")
 #: A candidate value in text output: a run of word characters and the punctuation that
 #: ids, paths, dates and amounts use (one C-level pass, then each distinct word holding a
 #: digit or a slash is sorted).
-_WORD = re.compile(r"[\w.$€£¥/:%+-]{3,}")
+_WORD = r"[\w.$€£¥/:%+-]"
+#: ... only the maximal runs holding a digit or a slash (the rest are never values; a run
+#: shorter than 3 characters is left out by the caller).
+_CANDIDATE = re.compile(rf"(?<!{_WORD}){_WORD}*?[\d/]{_WORD}*")
+#: ASCII bytes: ``_WORD`` characters kept, every other byte a space.
+_RUN_BYTES = bytes(c if c < 128 and re.fullmatch(_WORD, chr(c)) else 32 for c in range(256))
 _CURRENCY_AFTER = re.compile(r"\b\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP)\b")
 
 # How likely a later call is to reuse a value, by its shape and key kind (generic: a value
@@ -139,28 +143,37 @@ def _error_lines(text: str) -> list[str]:
     searched lower-cased for the words without word-boundary checks (fast), and each
     candidate line is then checked with the exact pattern."""
     if not text.isascii():
-        return _lines_matching(text, _ANY_ERROR.finditer(text), None)
-    return _lines_matching(text, _ERROR_HINT.finditer(text.lower()), _ANY_ERROR)
-
-
-def _lines_matching(text: str, hits: Iterable[re.Match[str]], check: re.Pattern[str] | None
-                    ) -> list[str]:
-    out: list[str] = []
-    end = -1
-    for match in hits:
-        if match.start() <= end:
-            continue  # this line is already taken
-        start = text.rfind("\n", 0, match.start()) + 1
-        end = text.find("\n", match.end())
-        end = len(text) if end < 0 else end
-        line = text[start:end].strip()
-        if line and (check is None or check.search(line)):
-            out.append(line)
-    return out
+        out: list[str] = []
+        end = -1
+        for match in _ANY_ERROR.finditer(text):
+            if match.start() <= end:
+                continue  # this line is already taken
+            start = text.rfind("\n", 0, match.start()) + 1
+            end = text.find("\n", match.end())
+            end = len(text) if end < 0 else end
+            out.append(text[start:end].strip())
+        return [line for line in out if line]
+    low = text.lower()
+    starts: set[int] = set()  # the lines holding a hint (str.find: C-level, no regex)
+    for hint in _ERROR_HINTS:
+        at = low.find(hint)
+        while at >= 0:
+            starts.add(low.rfind("\n", 0, at) + 1)
+            at = low.find("\n", at)  # the rest of this line is taken already
+            if at < 0:
+                break
+            at = low.find(hint, at)
+    lines: list[str] = []
+    for start in sorted(starts):
+        end = text.find("\n", start)
+        line = text[start: len(text) if end < 0 else end].strip()
+        if line and _ANY_ERROR.search(line):
+            lines.append(line)
+    return lines
 
 
 def _clip(text: str, limit: int) -> str:
-    text = _SPACES.sub(" ", text).strip()
+    text = " ".join(text.split())  # \s+ runs as one space, stripped
     return text if len(text) <= limit else text[: limit - 1].rstrip() + _MORE
 
 
@@ -174,15 +187,19 @@ def value_shape(value: str) -> str:
     """``date``, ``number``, ``ident`` (letters and digits, no spaces), ``code`` (an
     upper-case code such as ``JFK`` or ``ERR_QUOTA``) or ``word``."""
     v = value.strip()
-    if v[:1] in "<[{(" and v[-1:] in ">]})":
+    c = v[:1]
+    if c in "<[{(" and v[-1:] in ">]})":
         return "word"  # a placeholder (``<EMAIL_1>``, a redacted value) or a bracketed note
-    if _DATE.fullmatch(v):
-        return "date"
-    if _NUMBER.fullmatch(v):
-        return "number"
+    # (``v`` is not empty below.) A date starts with a digit, a number with one or a sign,
+    # a code with an upper-case letter: each test runs only where it can match.
+    if c.isdecimal() or c in "+-":
+        if _DATE.fullmatch(v):
+            return "date"
+        if _NUMBER.fullmatch(v):
+            return "number"
     if " " not in v and len(v) >= 3 and _HAS_DIGIT(v) and _HAS_ALPHA(v):
         return "ident"
-    if _CODE.fullmatch(v):
+    if "A" <= c <= "Z" and _CODE.fullmatch(v):
         return "code"
     return "word"
 
@@ -228,11 +245,20 @@ class ValueFacts:
         return [(lab, value, score) for value, (score, _, lab) in order if value not in skipped]
 
 
-def _label(path: Sequence[str]) -> str:
-    for part in reversed(path):
-        if part:
-            return part[:32]
-    return "value"
+_ERR, _STA, _IDK, _AMT = 1, 2, 4, 8  # what a JSON key names (bits of _key_kind)
+_KEY_KINDS: dict[str, int] = {}  # key -> its bits: keys repeat across results and turns
+
+
+def _key_kind(key: str) -> int:
+    """Which of the error / status / id / amount key patterns ``key`` matches (bits)."""
+    kind = _KEY_KINDS.get(key)
+    if kind is None:
+        kind = ((_ERR if _ERROR_KEY.search(key) else 0) | (_STA if _STATUS_KEY.search(key) else 0)
+                | (_IDK if _ID_KEY.search(key) else 0) | (_AMT if _AMOUNT_KEY.search(key) else 0))
+        if len(_KEY_KINDS) >= 4096:
+            _KEY_KINDS.clear()
+        _KEY_KINDS[key] = kind
+    return kind
 
 
 def _score(kind: str, value: str) -> float:
@@ -251,57 +277,78 @@ def _score(kind: str, value: str) -> float:
 # -- JSON -----------------------------------------------------------------------------------
 
 
-def _walk_json(value: Any, path: list[str], facts: ValueFacts, budget: list[int]) -> None:
+def _walk_json(value: Any, key: str, label: str, facts: ValueFacts, budget: list[int]) -> None:
+    """Walk one JSON node found under ``key`` (``""`` at the top and inside an object keyed
+    by an identifier), its values labelled ``label`` (the nearest non-empty key). Each node
+    visited costs one of ``budget``; once it is spent nothing more is taken in."""
     budget[0] -= 1
     if budget[0] < 0:
         return
-    key = path[-1] if path else ""
     if isinstance(value, dict):
         id_keys = [k for k, v in value.items() if isinstance(k, str)
                    and isinstance(v, (dict, list)) and value_shape(k) == "ident"]
         for k in id_keys:  # {"acct_7781": {...}}: the keys are identifiers
-            facts.add(_label(path), k, _score("id", k))
+            facts.add(label, k, _score("id", k))
         for k, item in value.items():
-            if k in id_keys and isinstance(item, dict):
-                _walk_json(item, [*path, ""], facts, budget)
+            if id_keys and k in id_keys and isinstance(item, dict):
+                _walk_json(item, "", label, facts, budget)
+            elif isinstance(item, (dict, list)):
+                name = str(k)
+                _walk_json(item, name, name[:32] if name else label, facts, budget)
             else:
-                _walk_json(item, [*path, str(k)], facts, budget)
+                budget[0] -= 1
+                if budget[0] >= 0:
+                    name = str(k)
+                    _json_scalar(item, name, name[:32] if name else label, facts)
+            if budget[0] < 0:
+                return
         return
     if isinstance(value, list):
         for item in value:
-            _walk_json(item, path, facts, budget)
+            if isinstance(item, (dict, list)):
+                _walk_json(item, key, label, facts, budget)
+            else:
+                budget[0] -= 1
+                if budget[0] >= 0:
+                    _json_scalar(item, key, label, facts)
+            if budget[0] < 0:
+                return
         return
-    label = _label(path)
-    if isinstance(value, bool):
-        if _STATUS_KEY.search(key) or _ERROR_KEY.search(key):
-            facts.add(label, str(value).lower(), _SCORE_STATUS)
-            if key.lower() in ("ok", "success") and not value:
-                facts.failed = True
-        return
+    _json_scalar(value, key, label, facts)
+
+
+def _json_scalar(value: Any, key: str, label: str, facts: ValueFacts) -> None:
+    """Take in one JSON scalar found under ``key``, by the key's kind and the value's shape."""
     if value is None:
+        return
+    kind = _key_kind(key)
+    if isinstance(value, bool):
+        if kind & (_STA | _ERR):
+            facts.add(label, str(value).lower(), _SCORE_STATUS)
+            if not value and key.lower() in ("ok", "success"):
+                facts.failed = True
         return
     if isinstance(value, (int, float)):
         text = format(value, "g") if isinstance(value, float) else str(value)
-        kind = ("amount" if _AMOUNT_KEY.search(key) or _STATUS_KEY.search(key)
-                else "id" if _ID_KEY.search(key) else "other")
-        facts.add(label, text, _score(kind, text))
+        facts.add(label, text, _score("amount" if kind & (_AMT | _STA)
+                                      else "id" if kind & _IDK else "other", text))
         return
     if not isinstance(value, str) or not value.strip():
         return
-    clipped = _clip(value, _MAX_VALUE_CHARS)
-    if _ERROR_KEY.search(key):
+    if kind & _ERR:
         facts.failed = True
         facts.add(label, _clip(value, _MAX_ERROR_CHARS), _SCORE_ERROR)
-    elif _STATUS_KEY.search(key):
+    elif kind & _STA:
         bad = value.strip().lower().replace(" ", "_") in _BAD_STATUS
         facts.failed = facts.failed or bad
-        facts.add(label, clipped, _SCORE_FAILED_STATUS if bad else _SCORE_STATUS)
-    elif _ID_KEY.search(key):
-        facts.add(label, clipped, _score("id", value))
-    elif _AMOUNT_KEY.search(key):
-        facts.add(label, clipped, _score("amount", value))
+        facts.add(label, _clip(value, _MAX_VALUE_CHARS),
+                  _SCORE_FAILED_STATUS if bad else _SCORE_STATUS)
+    elif kind & _IDK:
+        facts.add(label, _clip(value, _MAX_VALUE_CHARS), _score("id", value))
+    elif kind & _AMT:
+        facts.add(label, _clip(value, _MAX_VALUE_CHARS), _score("amount", value))
     elif value_shape(value) != "word" or (len(value) <= 40 and "\n" not in value):
-        facts.add(label, clipped, _score("other", value))
+        facts.add(label, _clip(value, _MAX_VALUE_CHARS), _score("other", value))
 
 
 # -- text -------------------------------------------------------------------------------------
@@ -325,24 +372,6 @@ def _near(text: str, line: str) -> str:
     return text[max(0, lo): hi if hi >= 0 else len(text)]
 
 
-def _text_value(word: str, facts: ValueFacts, bonus: float) -> None:
-    """Sort one word of text output: a path, a date, an amount, an identifier, or nothing."""
-    if len(word) < 3 or len(word) > 120:
-        return
-    if "/" in word:
-        if _HAS_ALPHA(word):
-            facts.add("paths", word, _SCORE_SHAPE["ident"] + bonus)
-    elif not _HAS_DIGIT(word):
-        return
-    elif _DATE.fullmatch(word):
-        facts.add("dates", word, _SCORE_SHAPE["date"] + bonus)
-    elif word[0] in "$€£¥" or word[-1] == "%":
-        if _MONEY.fullmatch(word):
-            facts.add("amounts", word, _SCORE_AMOUNT + bonus)
-    elif _HAS_ALPHA(word):
-        facts.add("ids", word, _SCORE_SHAPE["ident"] + bonus)
-
-
 def _text_facts(text: str, facts: ValueFacts, scan: int) -> None:
     if len(text) > scan:  # bounded work: the start and the (most recent) end
         text = text[: scan // 3] + "\n" + text[-2 * scan // 3:]
@@ -353,13 +382,16 @@ def _text_facts(text: str, facts: ValueFacts, scan: int) -> None:
         strong = [ln for ln in errors if _STRONG_ERROR.search(ln)]
         for line in dict.fromkeys([*(strong[-1:]), errors[-1], errors[0]]):
             facts.add("error", _clip(line, _MAX_ERROR_CHARS), _SCORE_ERROR)
-    first = text.lstrip().split("\n", 1)[0]
+    first = text.lstrip()
+    newline = first.find("\n")
+    first = first if newline < 0 else first[:newline]
     if first.strip():
         facts.add("output", _clip(first, 100), _SCORE_STATUS)
     # where the (last) error is, then the whole (scanned) output; C-level scans, each
     # distinct match tested once
     near = _near(text, (strong or errors)[-1]) if errors else ""
     ident = _SCORE_SHAPE["ident"]
+    taken: set[str] = set()  # words near the error: they already hold their best score
     for part, bonus in ((near, _NEAR_ERROR_BONUS), (text, 0.0)):
         if not part:
             continue
@@ -369,29 +401,105 @@ def _text_facts(text: str, facts: ValueFacts, scan: int) -> None:
         if "USD" in part or "EUR" in part or "GBP" in part:
             for found in dict.fromkeys(_CURRENCY_AFTER.findall(part)):
                 facts.add("amounts", found.replace(" ", ""), _SCORE_AMOUNT + bonus)
-        for word in dict.fromkeys(_WORD.findall(part)):
-            if "/" in word or _HAS_DIGIT(word):
-                _text_value(word.strip(".:,;+-"), facts, bonus)
+        words = _candidates(part)
+        if bonus:
+            taken.update(words)
+        elif taken:
+            words = {w: None for w in words if w not in taken}
+        _text_words(words, facts, bonus)
     _demote_enumerations(facts)
-    for count, kv in enumerate(_KV_LINES.finditer(text)):
+    for count, (key, found) in enumerate(_kv_lines(text)):
         if count >= 400:
             break
-        value = _clip(kv.group(2), _MAX_VALUE_CHARS)
-        facts.add(kv.group(1).strip(), value, _score("other", value) + 0.5)
+        value = _clip(found, _MAX_VALUE_CHARS)
+        facts.add(key, value, _score("other", value) + 0.5)
+
+
+def _kv_lines(text: str) -> Iterator[tuple[str, str]]:
+    """``(key, value)`` of each line that is ``key: value`` or ``key = value``: the lines
+    ``^[ \\t]*([A-Za-z][\\w .-]{0,30}?)[ \\t]*[:=][ \\t]*(\\S[^\\n]{0,57}?)[ \\t]*$`` matches
+    (multi-line), by string methods: the key opens the line (after blanks) with a letter
+    and runs to the first ``:`` or ``=`` (blanks before it left out), the value is the
+    rest without its outer blanks."""
+    for line in text.split("\n"):
+        rest = line.lstrip(" \t")
+        if not rest or not ("a" <= rest[0] <= "z" or "A" <= rest[0] <= "Z"):
+            continue
+        colon, equals = rest.find(":"), rest.find("=")
+        at = equals if colon < 0 or 0 <= equals < colon else colon
+        if at < 0:
+            continue
+        key = rest[:at].rstrip(" \t")
+        if len(key) > 31 or (len(key) > 1 and not _KEY_REST(key, 1)):
+            continue
+        value = rest[at + 1:].lstrip(" \t").rstrip(" \t")
+        if value and len(value) <= 58 and not value[0].isspace():
+            yield key.strip(), value
+
+
+def _candidates(text: str) -> dict[str, None]:
+    """The distinct maximal runs of ``_WORD`` characters in ``text`` that hold a digit or
+    a slash, in order (for ASCII text: a byte-level translate and split, no regex)."""
+    if not text.isascii():
+        return dict.fromkeys(_CANDIDATE.findall(text))
+    runs = dict.fromkeys(text.encode("ascii").translate(_RUN_BYTES).split())
+    return {run.decode("ascii"): None for run in runs
+            if len(run.translate(None, b"0123456789/")) != len(run)}
+
+
+def _text_words(words: Iterable[str], facts: ValueFacts, bonus: float) -> None:
+    """Sort the words of text output that hold a digit or a slash: a path, a date, an
+    amount, an identifier, or nothing (``facts.add`` inlined: this is the hot loop)."""
+    items = facts.items
+    path_score = id_score = _SCORE_SHAPE["ident"] + bonus
+    date_score = _SCORE_SHAPE["date"] + bonus
+    amount_score = _SCORE_AMOUNT + bonus
+    for word in words:
+        if len(word) < 3:
+            continue
+        w = word.strip(".:,;+-")  # keeps its digit or slash (never stripped)
+        if len(w) < 3 or len(w) > 120:
+            continue
+        if "/" in w:
+            if not _HAS_ALPHA(w):
+                continue
+            label, score = "paths", path_score
+        elif w[0].isdecimal() and _DATE.fullmatch(w):
+            label, score = "dates", date_score
+        elif w[0] in "$€£¥" or w[-1] == "%":
+            if not _MONEY.fullmatch(w):
+                continue
+            label, score = "amounts", amount_score
+        elif _HAS_ALPHA(w):
+            label, score = "ids", id_score
+        else:
+            continue
+        hit = items.get(w)  # no placeholder can match _CANDIDATE (no "<")
+        if hit is None:
+            if len(items) < _MAX_ITEMS:
+                items[w] = (score, len(items), label)
+        elif score > hit[0]:
+            items[w] = (score, hit[1], hit[2])
 
 
 def _demote_enumerations(facts: ValueFacts) -> None:
     """In text output, identifiers that differ only in their digits (``value_1`` …
     ``value_30`` in a file dump, ``test_case_7`` in a test log) are enumerations, not the
     ids a later call reuses: each loses score with the size of its family."""
-    family = {value: _DIGITS.sub("#", value) for value in facts.items}
-    sizes: dict[str, int] = {}
-    for name in family.values():
-        sizes[name] = sizes.get(name, 0) + 1
-    for value, (score, order, label) in list(facts.items.items()):
-        size = sizes[family[value]]
-        if size > 2 and score < _SCORE_ERROR:
-            facts.items[value] = (max(_SCORE_OTHER, score - 2.0 * math.log2(size)), order, label)
+    values = list(facts.items)
+    families = _DIGITS.sub("#", "\n".join(values)).split("\n")  # one C-level pass
+    if len(families) != len(values):  # a value holds a line break: one by one
+        families = [_DIGITS.sub("#", value) for value in values]
+    sizes = Counter(families)
+    if not sizes or max(sizes.values()) <= 2:
+        return
+    items = facts.items
+    for value, name in zip(values, families, strict=True):
+        size = sizes[name]
+        if size > 2:
+            score, order, label = items[value]
+            if score < _SCORE_ERROR:
+                items[value] = (max(_SCORE_OTHER, score - 2.0 * math.log2(size)), order, label)
 
 
 def extract(text: str, scan: int = SCAN_CHARS) -> ValueFacts:
@@ -406,7 +514,7 @@ def extract(text: str, scan: int = SCAN_CHARS) -> ValueFacts:
     facts = ValueFacts()
     ok, value = _parse_json(text)
     if ok:
-        _walk_json(value, [], facts, [max(1000, scan // 2)])
+        _walk_json(value, "", "value", facts, [max(1000, scan // 2)])
         if not facts.items and isinstance(value, (str, int, float)):
             facts.add("value", _clip(str(value), _MAX_VALUE_CHARS), _SCORE_OTHER)
     else:
@@ -458,7 +566,7 @@ def is_failure(text: str) -> bool:
     ok, value = _parse_json(text)
     if ok:
         facts = ValueFacts()
-        _walk_json(value, [], facts, [_MAX_NODES])
+        _walk_json(value, "", "value", facts, [_MAX_NODES])
         return facts.failed
     head = text[:4000]
     if _ERROR_LINE.search(head.splitlines()[0] if head.strip() else ""):
@@ -473,7 +581,7 @@ def is_failure(text: str) -> bool:
 
 def _arg_values(item: Any, key: str) -> list[str]:
     flat = ValueFacts()
-    _walk_json(item, [key], flat, [200])
+    _walk_json(item, key, key[:32] if key else "value", flat, [200])
     return [v for v, _ in sorted(flat.items.items(), key=lambda kv: kv[1][1])]
 
 
