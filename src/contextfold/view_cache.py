@@ -14,7 +14,7 @@ from typing import Any
 from .context import Context, LiveView
 from .masking import Masking
 from .messages import StoredMessage
-from .policy import FoldPlan, SessionStats
+from .policy import FoldPlan, SessionStats, evolve
 from .tokens import TokenCounter
 
 __all__ = ["ViewCache"]
@@ -88,7 +88,7 @@ class ViewCache:
                 or view._full[-1] != stats.live_tokens
             ):
                 return stats
-            return replace(stats, live_tokens=view.masked_tokens)
+            return evolve(stats, live_tokens=view.masked_tokens)
 
     def keep_newest_result(self, session_id: str, plan: FoldPlan | None) -> FoldPlan | None:
         """With masking on (agent mode), ``plan`` cut back so that the newest tool result's
@@ -118,4 +118,4 @@ class ViewCache:
         with hit[0]:
             view = hit[1]
             view.sync(live)
-            return replace(stats, live_tokens=view.masked_tokens), view.masked_live()
+            return evolve(stats, live_tokens=view.masked_tokens), view.masked_live()

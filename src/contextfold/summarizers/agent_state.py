@@ -98,6 +98,7 @@ _ERROR_LINE = re.compile(
 )
 _SENTENCE_BREAK = re.compile(r"[.!?…]+([\"'”’)\]]*)(?:\s+|$)")
 _DIGITS = re.compile(r"\d+")
+_DIGITS_TO_HASH = bytes(35 if 48 <= c <= 57 else c for c in range(256))  # ASCII digit -> "#"
 #: Marks a clipped value; not a sentence end, so a summary line stays one fact.
 _MORE = "⋯"
 _STRONG_ERROR = re.compile(r"(?:Error|Exception)\b|\b(?:FAILED|FAIL|FATAL|ERROR|Fatal|panic)\b")
@@ -131,6 +132,8 @@ _SCORE_FAILED_STATUS = 50.0
 _SCORE_SHAPE = {"ident": 10.0, "code": 7.0, "date": 6.0}
 #: Values scoring at least this (identifiers and errors) go first into a record's core.
 SCORE_IDENT = _SCORE_SHAPE["ident"]
+#: _score("other", value) + 0.5 by the value's shape: a ``key: value`` line's value.
+_SHAPE_SCORE_KV = {shape: score + 0.5 for shape, score in _SCORE_SHAPE.items()}
 _SCORE_NAMED = 5.0  # a plain word under an id-like key (a name, an email, a title)
 _SCORE_STATUS = 4.0
 _SCORE_AMOUNT = 4.0
@@ -408,11 +411,20 @@ def _text_facts(text: str, facts: ValueFacts, scan: int) -> None:
             words = {w: None for w in words if w not in taken}
         _text_words(words, facts, bonus)
     _demote_enumerations(facts)
+    items = facts.items
     for count, (key, found) in enumerate(_kv_lines(text)):
         if count >= 400:
             break
-        value = _clip(found, _MAX_VALUE_CHARS)
-        facts.add(key, value, _score("other", value) + 0.5)
+        value = " ".join(found.split())  # _clip (a value is at most 58 characters)
+        score = _SHAPE_SCORE_KV.get(value_shape(value), _SCORE_OTHER + 0.5)
+        if value[:1] == "<" and _PLACEHOLDER.fullmatch(value):
+            continue  # facts.add inlined
+        hit = items.get(value)
+        if hit is None:
+            if len(items) < _MAX_ITEMS:
+                items[value] = (score, len(items), key)
+        elif score > hit[0]:
+            items[value] = (score, hit[1], hit[2])
 
 
 def _kv_lines(text: str) -> Iterator[tuple[str, str]]:
@@ -487,7 +499,15 @@ def _demote_enumerations(facts: ValueFacts) -> None:
     ``value_30`` in a file dump, ``test_case_7`` in a test log) are enumerations, not the
     ids a later call reuses: each loses score with the size of its family."""
     values = list(facts.items)
-    families = _DIGITS.sub("#", "\n".join(values)).split("\n")  # one C-level pass
+    joined = "\n".join(values)
+    if joined.isascii() and "#" not in joined:  # each digit run to one "#", byte-level
+        digits = joined.encode("ascii").translate(_DIGITS_TO_HASH)
+        while b"##" in digits:
+            digits = digits.replace(b"##", b"#")
+        joined = digits.decode("ascii")
+    else:
+        joined = _DIGITS.sub("#", joined)
+    families = joined.split("\n")
     if len(families) != len(values):  # a value holds a line break: one by one
         families = [_DIGITS.sub("#", value) for value in values]
     sizes = Counter(families)
