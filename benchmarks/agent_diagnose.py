@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from agent_memory import COUNTER, arg_values, tau_path, text_of  # noqa: E402
-from agent_traces import synthetic_traces  # noqa: E402
+from agent_traces import heldout_traces, synthetic_traces  # noqa: E402
 
 from contextfold import Masking, Memory, Message, TokenBudget  # noqa: E402
 from contextfold.masking import STAND_IN_PREFIX  # noqa: E402
@@ -192,11 +192,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", default="500,1000,2000,4000")
     parser.add_argument("--half", choices=("tune", "held", "all"), default="tune")
     parser.add_argument("--synthetic", action="store_true")
+    parser.add_argument("--heldout", action="store_true",
+                        help="the held-out synthetic traces (to explain a result, not to tune)")
     parser.add_argument("--no-masking", action="store_true")
     parser.add_argument("--examples", type=int, default=0)
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
-    convs = synthetic_traces(12) if args.synthetic else tau_half(args.half)
+    convs = (synthetic_traces(12) if args.synthetic else heldout_traces(8) if args.heldout
+             else tau_half(args.half))
     for budget in (int(b) for b in args.budget.split(",")):
         diagnose(convs, budget, None if args.no_masking else Masking(), args.examples,
                  args.verbose)

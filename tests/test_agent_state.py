@@ -88,13 +88,20 @@ def test_folds_keep_agent_state_and_the_newest_value_across_folds() -> None:
     chat += [Message(role="assistant", content="Deployment started, I'll check it.")]
     summarizer = ExtractiveSummarizer()
     first = summarizer.fold("", _stored(chat), 300, counter)
-    assert "deploy(build=B-1, env=staging) → deployment_id: D-100; status: pending" in first
+    # the identifier in the record's core line, the (benign) status in its second line
+    assert "deploy(build=B-1, env=staging) → deployment_id: D-100." in first
+    assert "deploy(build=B-1, env=staging) (more) → status: pending." in first
     later = _round(2, "deploy", {"build": "B-1", "env": "staging"},
                    '{"deployment_id": "D-100", "status": "live"}')
     second = summarizer.fold(first, [StoredMessage(9 + i, m, 10) for i, m in enumerate(later)],
                              300, counter)
     records = [f.text for f in parse_summary(second) if f.speaker == "Tools"]
-    assert len(records) == 1 and "status: live" in records[0]
+    assert len(records) == 2 and "status: live" in records[1] and "pending" not in second
+    failed = _round(3, "deploy", {"build": "B-1", "env": "staging"},
+                    '{"deployment_id": "D-100", "status": "failed"}')
+    third = summarizer.fold(second, [StoredMessage(20 + i, m, 10) for i, m in enumerate(failed)],
+                            300, counter)
+    assert "→ FAILED status: failed; deployment_id: D-100." in third  # a failure: in the core
 
 
 @settings(max_examples=40, deadline=None)

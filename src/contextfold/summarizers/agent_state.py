@@ -33,6 +33,7 @@ from typing import Any
 __all__ = [
     "DEFAULT_FACT_CHARS",
     "SCAN_CHARS",
+    "SCORE_DATE",
     "SCORE_IDENT",
     "VIEW_SCAN_CHARS",
     "ValueFacts",
@@ -132,6 +133,7 @@ _SCORE_FAILED_STATUS = 50.0
 _SCORE_SHAPE = {"ident": 10.0, "code": 7.0, "date": 6.0}
 #: Values scoring at least this (identifiers and errors) go first into a record's core.
 SCORE_IDENT = _SCORE_SHAPE["ident"]
+SCORE_DATE = _SCORE_SHAPE["date"]
 #: _score("other", value) + 0.5 by the value's shape: a ``key: value`` line's value.
 _SHAPE_SCORE_KV = {shape: score + 0.5 for shape, score in _SCORE_SHAPE.items()}
 _SCORE_NAMED = 5.0  # a plain word under an id-like key (a name, an email, a title)
