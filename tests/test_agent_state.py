@@ -104,6 +104,20 @@ def test_folds_keep_agent_state_and_the_newest_value_across_folds() -> None:
     assert "→ FAILED status: failed; deployment_id: D-100." in third  # a failure: in the core
 
 
+def test_a_users_correction_never_drops_what_a_tool_reported() -> None:
+    """"Update the ticket" or "change my flight" is a correction cue for chat facts; it
+    must not erase the records of earlier calls that share a word with it."""
+    counter = get_counter()
+    msgs = [Message(role="user", content="Find the bad host and restart it.", timestamp=T0)]
+    msgs += _round(1, "host_status", {"host": "web-a31.prod"},
+                   '{"host": "web-a31.prod", "state": "degraded", "pid": 4028}')
+    msgs += _round(2, "restart", {"host": "web-a31.prod", "pid": 4028}, '{"ok": true}')
+    msgs += [Message(role="user", content="Now update ticket INC8082 for the restarted host.")]
+    summary = ExtractiveSummarizer().fold("", _stored(msgs), 400, counter)
+    assert "host_status(host=web-a31.prod)" in summary
+    assert "restart(host=web-a31.prod, pid=4028)" in summary
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=30),

@@ -79,11 +79,16 @@ def _names_old_value(
 
 
 def supersede(
-    facts: Sequence[Fact], lang: Language, corrective: Collection[tuple[int, int, int]]
+    facts: Sequence[Fact],
+    lang: Language,
+    corrective: Collection[tuple[int, int, int]],
+    keep: Collection[str] = (),
 ) -> list[Fact]:
     """``facts`` without the ones a later fact corrects (order kept). ``corrective``
     holds the ``order`` of the facts whose sentence was a correction (:func:`is_correction`
-    on the sentence before compression)."""
+    on the sentence before compression). Facts by a speaker in ``keep`` are never dropped
+    (agent-state records: what a tool reported is replaced only by a newer result of the
+    same call, never by a user's "update the ticket" or "change my flight")."""
     if not corrective:
         return list(facts)
     analysed = [_analyse(f.text, lang) for f in facts]
@@ -99,7 +104,7 @@ def supersede(
             if w == lang.negation and words_j[k + 1] not in lang.function_words
         }
         for i in order[:pos]:
-            if i in dropped:
+            if i in dropped or facts[i].speaker in keep:
                 continue
             topic_i, kinds_i, values_i, words_i = analysed[i]
             if negated and _names_old_value(negated, values_i, facts[i].text, words_i):

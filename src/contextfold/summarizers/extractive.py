@@ -234,7 +234,7 @@ class ExtractiveSummarizer:
                 continue
             facts.extend(self._unit_facts(unit, lowered, lang, resolver, corrective))
         if self.corrections:
-            facts = supersede(facts, lang, corrective)
+            facts = supersede(facts, lang, corrective, keep=(AGENT_SPEAKER,))
         facts = compact_records(facts)  # agent records: each value written once
         if self.dedupe:  # agent records are one per call already: a core line and its
             # second line share most words, and neither may swallow the other
