@@ -439,18 +439,20 @@ class LiveView:
                 body = [*body[:k], _BRIDGE, *body[k:]]
                 tokens += bridge_tokens
             lead = [summary_msg] if with_summary and summary_msg is not None else []
+            # left out: items ..a-1 and the gap g0..g1-1, counted (not listed: O(1) per call)
             g0, g1 = gap if gap is not None else (n, n)
-            shown = [i for i in range(a, n) if not g0 <= i < g1]
-            left_out = [i for i in range(n) if i < a or g0 <= i < g1]
+            g0, g1 = max(g0, a), min(g1, n)
+            gap_len = max(0, g1 - g0)
+            shown = [i for i in range(a, n) if not g0 <= i < g1] if elided else []
             return Context(
                 (*head, *lead, *body),  # one copy of the (maybe long) body
                 used + (summary_tokens if with_summary else 0) + tokens,
                 budget,
                 with_summary,
                 n,
-                omitted=len(left_out),
-                omitted_seqs=(items[left_out[0]].seq, items[left_out[-1]].seq) if left_out
-                else None,
+                omitted=a + gap_len,
+                omitted_seqs=(items[0 if a else g0].seq, items[g1 - 1 if gap_len else a - 1].seq)
+                if a or gap_len else None,
                 truncated=bool(elided),
                 bridged=bridge,
                 elided=tuple(items[shown[i]].seq for i in elided),
