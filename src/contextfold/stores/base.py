@@ -239,6 +239,19 @@ def plan_append(
     not written again and get their existing seq; the rest get the next seqs; the sequence
     rules are checked against the pending tool calls (``ValidationError`` before any
     write); the totals are advanced. O(batch): ``known`` is only looked up."""
+    if len(items) == 1 and items[0].message.id is None:  # one chat turn: a fresh message
+        item = items[0]
+        seq = stats.last_seq + 1
+        pending = check_sequence((item.message,), stats.pending_calls)
+        new = evolve(
+            stats,
+            last_seq=seq,
+            live_count=stats.live_count + 1,
+            live_tokens=stats.live_tokens + item.tokens,
+            pending_calls=pending,
+            last_activity=now,
+        )
+        return AppendPlan([(seq, item)], AppendResult((seq,), new, 0))
     seqs: list[int] = []
     fresh: list[tuple[int, PreparedMessage]] = []
     batch: dict[str, int] = {}  # client ids first seen in this batch
