@@ -457,7 +457,7 @@ class LiveView:
                 bridged=bridge,
                 elided=tuple(items[shown[i]].seq for i in elided),
                 masked=sum(self._nmask[min(hi, b)] - self._nmask[min(lo, b)]
-                           for lo, hi in ((a, min(g0, n)), (g1, n)) if lo < hi),
+                           for lo, hi in ((a, min(g0, n)), (g1, n)) if lo < hi) if b else 0,
             )
 
         whole = self._sum(0, b)
