@@ -39,7 +39,7 @@ from datetime import datetime
 from typing import Literal, Protocol, runtime_checkable
 
 from ..messages import Message, StoredMessage, check_sequence
-from ..policy import SessionStats, evolve
+from ..policy import SessionStats, advance
 from ..tokens import TokenCounter, count_message
 
 __all__ = [
@@ -243,13 +243,8 @@ def plan_append(
         item = items[0]
         seq = stats.last_seq + 1
         pending = check_sequence((item.message,), stats.pending_calls)
-        new = evolve(
-            stats,
-            last_seq=seq,
-            live_count=stats.live_count + 1,
-            live_tokens=stats.live_tokens + item.tokens,
-            pending_calls=pending,
-            last_activity=now,
+        new = advance(
+            stats, seq, stats.live_count + 1, stats.live_tokens + item.tokens, pending, now
         )
         return AppendPlan([(seq, item)], AppendResult((seq,), new, 0))
     seqs: list[int] = []
@@ -273,13 +268,13 @@ def plan_append(
     pending = check_sequence([i.message for _, i in fresh], stats.pending_calls)
     if not fresh:
         return AppendPlan(fresh, AppendResult(tuple(seqs), stats, len(items)))
-    new = evolve(
+    new = advance(
         stats,
-        last_seq=seq,
-        live_count=stats.live_count + len(fresh),
-        live_tokens=stats.live_tokens + sum(i.tokens for _, i in fresh),
-        pending_calls=pending,
-        last_activity=now,
+        seq,
+        stats.live_count + len(fresh),
+        stats.live_tokens + sum(i.tokens for _, i in fresh),
+        pending,
+        now,
     )
     return AppendPlan(fresh, AppendResult(tuple(seqs), new, len(items) - len(fresh)))
 
