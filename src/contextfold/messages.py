@@ -495,6 +495,8 @@ def _check_json(value: object, depth: int) -> None:
 def _coerce_timestamp(value: object) -> datetime | None:
     if value is None:
         return None
+    if type(value) is datetime and value.tzinfo is timezone.utc:
+        return value  # already what the rest makes of it (the engine's clock gives these)
     if isinstance(value, datetime):
         ts = value
     elif isinstance(value, str):

@@ -242,7 +242,11 @@ def plan_append(
     if len(items) == 1 and items[0].message.id is None:  # one chat turn: a fresh message
         item = items[0]
         seq = stats.last_seq + 1
-        pending = check_sequence((item.message,), stats.pending_calls)
+        msg = item.message
+        if stats.pending_calls or msg.role == "tool" or msg.tool_calls:
+            pending = check_sequence((msg,), stats.pending_calls)
+        else:
+            pending = ()  # what check_sequence says of a plain turn with nothing pending
         new = advance(
             stats, seq, stats.live_count + 1, stats.live_tokens + item.tokens, pending, now
         )
