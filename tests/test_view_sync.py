@@ -54,3 +54,14 @@ def test_a_view_after_a_fold_builds_what_a_rebuild_builds(
                  "_open", "_orig"):
         assert getattr(mine, name) == getattr(fresh, name), name
     assert mine.items == fresh.items
+
+
+def test_the_fast_context_constructor_makes_what_the_dataclass_makes() -> None:
+    from dataclasses import fields
+
+    from contextfold.context import Context, _new_context
+
+    values = {f.name: i for i, f in enumerate(fields(Context))}
+    fast, slow = _new_context(**values), Context(**values)  # type: ignore[arg-type]
+    assert fast == slow and repr(fast) == repr(slow) and vars(fast) == vars(slow)
+    assert not hasattr(Context, "__post_init__")  # nothing the fast path would skip

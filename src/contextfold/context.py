@@ -14,8 +14,8 @@ Pure code. The result never exceeds the budget and never fails for size:
 The view is incremental (:class:`LiveView`): it keeps, per session, running token sums,
 the safe cuts and the stand-ins made so far, and on each call takes in only the messages
 appended since the last one, so a call costs the same with 100 live messages or 10,000
-(plus the C-level copy of the message list it returns). A fold that drops the oldest
-messages rebuilds it once.
+(plus the C-level copy of the message list it returns). After a fold it re-bases its sums
+(:func:`~contextfold.view_cache.drop_folded`), or with masking rebuilds once.
 
 When earlier turns were folded or left out and the verbatim part would open with an
 assistant turn, a one-line user turn (:data:`BRIDGE_TEXT`) is put before it: Anthropic
@@ -121,6 +121,13 @@ class Context:
 
     def __len__(self) -> int:
         return len(self.messages)
+
+
+def _new_context(**fields: Any) -> Context:
+    """``Context(**fields)`` minus a setattr per field (made every turn; no __post_init__)."""
+    ctx = object.__new__(Context)
+    ctx.__dict__.update(fields)
+    return ctx
 
 
 def build_context(
@@ -440,16 +447,15 @@ class LiveView:
                 tokens += bridge_tokens
             lead = [summary_msg] if with_summary and summary_msg is not None else []
             # left out: items ..a-1 and the gap g0..g1-1, counted (not listed: O(1) per call)
-            g0, g1 = gap if gap is not None else (n, n)
-            g0, g1 = max(g0, a), min(g1, n)
+            g0, g1 = (max(gap[0], a), min(gap[1], n)) if gap is not None else (n, n)
             gap_len = max(0, g1 - g0)
             shown = [i for i in range(a, n) if not g0 <= i < g1] if elided else []
-            return Context(
-                (*head, *lead, *body),  # one copy of the (maybe long) body
-                used + (summary_tokens if with_summary else 0) + tokens,
-                budget,
-                with_summary,
-                n,
+            return _new_context(
+                messages=(*head, *lead, *body),  # one copy of the (maybe long) body
+                tokens=used + (summary_tokens if with_summary else 0) + tokens,
+                budget=budget,
+                summary_included=with_summary,
+                live_count=n,
                 omitted=a + gap_len,
                 omitted_seqs=(items[0 if a else g0].seq, items[g1 - 1 if gap_len else a - 1].seq)
                 if a or gap_len else None,
