@@ -107,3 +107,28 @@ def test_text_is_accepted_or_rejected_with_validation_error(text: str) -> None:
         assert "\x00" in text or any(0xD800 <= ord(ch) <= 0xDFFF for ch in text)
     else:
         assert m.text == text
+
+
+@given(
+    st.sampled_from(["system", "user", "assistant", "tool", "developer", "robot", ""]),
+    st.text(),
+    st.none() | st.datetimes(timezones=st.none() | st.just(timezone.utc)),
+)
+def test_a_role_and_content_dict_parses_as_the_full_constructor_would(
+    role: str, content: str, stamp: datetime | None
+) -> None:
+    """{"role", "content"} dicts take a short path: same message, same errors."""
+    try:
+        expected: Message | type[ValidationError] = Message(
+            role="system" if role == "developer" else role,  # type: ignore[arg-type]
+            content=content,
+            timestamp=stamp,
+        )
+    except ValidationError:
+        expected = ValidationError
+    if expected is ValidationError:
+        with pytest.raises(ValidationError):
+            Message.from_openai({"role": role, "content": content}, timestamp=stamp)
+    else:
+        got = Message.from_openai({"role": role, "content": content}, timestamp=stamp)
+        assert got == expected and got.timestamp == expected.timestamp  # type: ignore[union-attr]

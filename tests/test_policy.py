@@ -21,7 +21,7 @@ from contextfold import (
     any_of,
 )
 from contextfold.messages import StoredMessage
-from contextfold.policy import safe_cuts
+from contextfold.policy import advance, evolve, safe_cuts
 
 from .strategies import transcripts
 
@@ -212,3 +212,29 @@ def test_token_budget_expected_summary_worked_example() -> None:
     assert capped.count * 25 > 4000 - 1000  # with the cap (2,400) it keeps ~1,000 only
     with pytest.raises(ConfigError):
         TokenBudget(4000, min_fold_ratio=-1)
+
+
+@given(
+    st.builds(
+        SessionStats,
+        session_id=st.text(min_size=1, max_size=5),
+        last_seq=st.integers(0, 99),
+        through_seq=st.integers(0, 99),
+        summary_version=st.integers(0, 9),
+        summary_tokens=st.integers(0, 999),
+        reported_input_tokens=st.none() | st.integers(0, 999),
+        reserved_tokens=st.integers(0, 99),
+        expected_summary_tokens=st.none() | st.integers(0, 99),
+        summary_reread_tokens=st.none() | st.integers(0, 99),
+    ),
+    st.integers(0, 99),
+    st.tuples(st.text(max_size=3)),
+)
+def test_advance_is_evolve_with_the_fields_an_append_changes(
+    stats: SessionStats, n: int, pending: tuple[str, ...]
+) -> None:
+    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    assert advance(stats, n + 1, n + 2, n + 3, pending, now) == evolve(
+        stats, last_seq=n + 1, live_count=n + 2, live_tokens=n + 3, pending_calls=pending,
+        last_activity=now,
+    )

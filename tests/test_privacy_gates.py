@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from contextfold.privacy import Redactor
 from contextfold.privacy.address import _NUMBER_AFTER, StreetAddressDetector, _any_hint
-from contextfold.privacy.detectors import longest_cluster, run_followed_by
+from contextfold.privacy.detectors import Finding, digit_runs, longest_cluster, run_followed_by
 from contextfold.privacy.locales.en import _ADDRESS
 from contextfold.privacy.locales.fr import _FR_ADDRESS
 from contextfold.privacy.locales.it import _cf_hint
@@ -24,7 +24,7 @@ from contextfold.privacy.network import _DOT_DIGIT, _IPV4
 from contextfold.privacy.secret import _SECRET_HINTS
 from contextfold.privacy.secret import _any_hint as secret_hint
 
-from .pii_scoring import LOCALE_CORPUS, load
+from .pii_scoring import DATA, LOCALE_CORPUS, load
 
 PIECES = [
     "0", "1", "12", "221", "4111", "85", "2024", "192", "10", "7",
@@ -33,6 +33,8 @@ PIECES = [
     "bis", "ter", " Street", " Baker Street", " St", " Ave", " Main", "rue ", " rue de la Paix",
     "Calle Mayor", "Hauptstraße ", "Goethestr. ", "Am Markt ", "Atatürk Caddesi No:",
     "ул. Ленина, д. ", "Plaza ", " Apt ", "RSSMRA", "T10A562S", "IP ", "version ",
+    "@", "jane@example.com", "::", "fe80::1", "ab:cd:", "Token ", "password: ", "sk-", "AKIA",
+    "Ausweis ", "Person", "L01X00T47", "\x00", "<EMAIL_1>",
 ]
 texts = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
 REDACTOR = Redactor()
@@ -52,6 +54,20 @@ def check_gates(text: str) -> None:
             assert list(det.find(text)) == [], det
         if isinstance(det, StreetAddressDetector) and det.hints and not _any_hint(text):
             assert all(p.search(text) is None for p in det.patterns), det
+        gate = getattr(det, "gate", None)
+        if gate is not None and not gate(text):
+            assert list(det.find(text)) == [], det
+    # the ASCII fast path of digit_runs is the regex it stands for
+    assert digit_runs(text) == tuple(m.span() for m in re.finditer(r"\d+", text))
+
+
+def ungated(redactor: Redactor) -> Redactor:
+    """The same detectors, each called on every text (no digit test, no gate)."""
+    redactor._needs = tuple(0 for _ in redactor._needs)
+    redactor._gate_of = tuple(-1 for _ in redactor._gate_of)
+    redactor._gates = ()
+    redactor._arrange()
+    return redactor
 
 
 @settings(max_examples=800, suppress_health_check=[HealthCheck.too_slow])
@@ -75,16 +91,54 @@ def test_gates_on_every_way_to_write_a_leading_number() -> None:
         check_gates("".join(parts))
 
 
-def test_skipping_by_needs_digits_changes_no_finding() -> None:
+def test_skipping_by_needs_digits_and_gates_changes_no_finding() -> None:
     """The Redactor skips a detector on text without the digit cluster it declared it
-    needs: on the labelled corpus and the generated pieces, detection is the same as with
-    every detector called."""
-    ungated = Redactor()
-    ungated._needs = tuple(0 for _ in ungated._needs)
-    corpus = [row["text"] for row in load(LOCALE_CORPUS)]
-    pieces = ["".join(PIECES[i % len(PIECES)] for i in range(k, k + 30)) for k in range(60)]
+    needs, or where its gate says no: on the labelled corpora and the generated pieces,
+    detection is the same as with every detector called."""
+    every = ungated(Redactor())
+    rows = load(LOCALE_CORPUS) + load(DATA / "pii_corpus.jsonl")
+    corpus = [row["text"] for row in rows]
+    pieces = ["".join(PIECES[i % len(PIECES)] for i in range(k, k + 30)) for k in range(90)]
     for text in corpus + pieces:
-        assert REDACTOR.detect(text) == ungated.detect(text), text
+        assert REDACTOR.detect(text) == every.detect(text), text
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(texts)
+def test_gated_detection_is_ungated_detection(text: str) -> None:
+    assert REDACTOR.detect(text) == UNGATED.detect(text)
+
+
+UNGATED = ungated(Redactor())
+
+
+class _Shaped:
+    """A user detector with a gate: "ZZ" followed by digits."""
+
+    calls = 0
+
+    def __init__(self, gate: object) -> None:
+        self.gate = gate
+
+    def find(self, text: str) -> list[Finding]:
+        type(self).calls += 1
+        return [Finding(m.start(), m.end(), "ZZ_ID") for m in re.finditer(r"ZZ\d+", text)]
+
+
+def test_a_shared_gate_is_asked_once_per_text_and_skips_its_detectors() -> None:
+    asked: list[str] = []
+
+    def has_zz(text: str) -> bool:
+        asked.append(text)
+        return "ZZ" in text
+
+    redactor = Redactor(detectors=[_Shaped(has_zz), _Shaped(has_zz)])
+    _Shaped.calls = 0
+    assert redactor.redact("nothing here") == "nothing here"
+    assert asked == ["nothing here"] and _Shaped.calls == 0
+    assert redactor.redact("id ZZ42") == "id <ZZ_ID_1>"
+    # once per pass: the check pass sees the placeholder masked, and its gate says no
+    assert asked[1] == "id ZZ42" and "ZZ" not in asked[2] and _Shaped.calls == 2
 
 
 def test_the_secret_prefilter_lets_every_hint_through() -> None:

@@ -14,8 +14,8 @@ Pure code. The result never exceeds the budget and never fails for size:
 The view is incremental (:class:`LiveView`): it keeps, per session, running token sums,
 the safe cuts and the stand-ins made so far, and on each call takes in only the messages
 appended since the last one, so a call costs the same with 100 live messages or 10,000
-(plus the C-level copy of the message list it returns). A fold that drops the oldest
-messages rebuilds it once.
+(plus the C-level copy of the message list it returns). After a fold it re-bases its sums
+(:func:`~contextfold.view_cache.drop_folded`), or with masking rebuilds once.
 
 When earlier turns were folded or left out and the verbatim part would open with an
 assistant turn, a one-line user turn (:data:`BRIDGE_TEXT`) is put before it: Anthropic
@@ -121,6 +121,13 @@ class Context:
 
     def __len__(self) -> int:
         return len(self.messages)
+
+
+def _new_context(**fields: Any) -> Context:
+    """``Context(**fields)`` minus a setattr per field (made every turn; no __post_init__)."""
+    ctx = object.__new__(Context)
+    ctx.__dict__.update(fields)
+    return ctx
 
 
 def build_context(
@@ -439,23 +446,24 @@ class LiveView:
                 body = [*body[:k], _BRIDGE, *body[k:]]
                 tokens += bridge_tokens
             lead = [summary_msg] if with_summary and summary_msg is not None else []
-            g0, g1 = gap if gap is not None else (n, n)
-            shown = [i for i in range(a, n) if not g0 <= i < g1]
-            left_out = [i for i in range(n) if i < a or g0 <= i < g1]
-            return Context(
-                (*head, *lead, *body),  # one copy of the (maybe long) body
-                used + (summary_tokens if with_summary else 0) + tokens,
-                budget,
-                with_summary,
-                n,
-                omitted=len(left_out),
-                omitted_seqs=(items[left_out[0]].seq, items[left_out[-1]].seq) if left_out
-                else None,
+            # left out: items ..a-1 and the gap g0..g1-1, counted (not listed: O(1) per call)
+            g0, g1 = (max(gap[0], a), min(gap[1], n)) if gap is not None else (n, n)
+            gap_len = max(0, g1 - g0)
+            shown = [i for i in range(a, n) if not g0 <= i < g1] if elided else []
+            return _new_context(
+                messages=(*head, *lead, *body),  # one copy of the (maybe long) body
+                tokens=used + (summary_tokens if with_summary else 0) + tokens,
+                budget=budget,
+                summary_included=with_summary,
+                live_count=n,
+                omitted=a + gap_len,
+                omitted_seqs=(items[0 if a else g0].seq, items[g1 - 1 if gap_len else a - 1].seq)
+                if a or gap_len else None,
                 truncated=bool(elided),
                 bridged=bridge,
                 elided=tuple(items[shown[i]].seq for i in elided),
                 masked=sum(self._nmask[min(hi, b)] - self._nmask[min(lo, b)]
-                           for lo, hi in ((a, min(g0, n)), (g1, n)) if lo < hi),
+                           for lo, hi in ((a, min(g0, n)), (g1, n)) if lo < hi) if b else 0,
             )
 
         whole = self._sum(0, b)

@@ -300,6 +300,10 @@ class Message:
         """Parse an OpenAI chat-completions message dict (plus optional ``timestamp``,
         ``metadata``, ``id``). Anything else raises ``ValidationError``. ``timestamp`` is
         used when the dict has none."""
+        if type(data) is dict and len(data) == 2:  # the common {"role", "content"} turn
+            role, content = data.get("role"), data.get("content")
+            if type(content) is str and type(role) is str and role in _PLAIN_ROLES:
+                return _plain(cast(Role, role), content, timestamp)
         if not isinstance(data, Mapping):
             raise ValidationError(f"a message must be a mapping, got {type(data).__name__}")
         if not _OPENAI_FIELDS.issuperset(data):
@@ -325,6 +329,28 @@ class Message:
             metadata=data.get("metadata") or {},
             id=data.get("id"),
         )
+
+
+_PLAIN_ROLES = frozenset({"system", "user", "assistant"})
+
+
+def _plain(role: Role, content: str, timestamp: datetime | None) -> Message:
+    """``Message(role=role, content=content, timestamp=timestamp)`` for a role that needs
+    no tool fields: the checks ``__post_init__`` would make of it (the text, the
+    timestamp), without walking the fields that are empty by construction — every chat
+    turn given as a dict comes this way."""
+    check_text(content, f"{role} message content", _NO_CAP)
+    new = object.__new__(Message)
+    setattr_ = object.__setattr__
+    setattr_(new, "role", role)
+    setattr_(new, "content", content)
+    setattr_(new, "name", None)
+    setattr_(new, "tool_calls", ())
+    setattr_(new, "tool_call_id", None)
+    setattr_(new, "timestamp", None if timestamp is None else _coerce_timestamp(timestamp))
+    setattr_(new, "metadata", {})
+    setattr_(new, "id", None)
+    return new
 
 
 @dataclass(frozen=True, slots=True)
@@ -469,6 +495,8 @@ def _check_json(value: object, depth: int) -> None:
 def _coerce_timestamp(value: object) -> datetime | None:
     if value is None:
         return None
+    if type(value) is datetime and value.tzinfo is timezone.utc:
+        return value  # already what the rest makes of it (the engine's clock gives these)
     if isinstance(value, datetime):
         ts = value
     elif isinstance(value, str):

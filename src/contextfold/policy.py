@@ -84,6 +84,35 @@ def evolve(stats: SessionStats, **changes: Any) -> SessionStats:
     return SessionStats(*values)
 
 
+def advance(
+    stats: SessionStats,
+    last_seq: int,
+    live_count: int,
+    live_tokens: int,
+    pending_calls: tuple[str, ...],
+    last_activity: datetime | None,
+) -> SessionStats:
+    """``evolve(stats, last_seq=…, live_count=…, live_tokens=…, pending_calls=…,
+    last_activity=…)``, the change every append makes, with every field passed by
+    position (a keyword call and its loop cost as much as building the stats)."""
+    s = stats
+    return SessionStats(
+        s.session_id,
+        last_seq,
+        live_count,
+        live_tokens,
+        s.through_seq,
+        s.summary_version,
+        s.summary_tokens,
+        pending_calls,
+        last_activity,
+        s.reported_input_tokens,
+        s.reserved_tokens,
+        s.expected_summary_tokens,
+        s.summary_reread_tokens,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class FoldPlan:
     """What to do: fold live messages ``lo..hi`` (seqs, inclusive), or clear the session.

@@ -6,6 +6,7 @@ newest tool result kept out of folds)."""
 from __future__ import annotations
 
 import threading
+from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
@@ -17,7 +18,7 @@ from .messages import StoredMessage
 from .policy import FoldPlan, SessionStats, evolve
 from .tokens import TokenCounter
 
-__all__ = ["ViewCache"]
+__all__ = ["ViewCache", "drop_folded"]
 
 
 class ViewCache:
@@ -56,6 +57,8 @@ class ViewCache:
         hit = self._get(session_id)
         assert hit is not None
         with hit[0]:
+            if self.masking is None and live:
+                drop_folded(hit[1], live)
             hit[1].sync(live)
             return hit[1].build(**options)
 
@@ -119,3 +122,39 @@ class ViewCache:
             view = hit[1]
             view.sync(live)
             return evolve(stats, live_tokens=view.masked_tokens), view.masked_live()
+
+
+def drop_folded(view: LiveView, live: Sequence[StoredMessage]) -> None:
+    """After a fold: when ``live`` is the view's messages from a safe cut on (new ones
+    may follow), drop the folded ones from ``view`` by re-basing its running sums — list
+    work at C speed — so that :meth:`LiveView.sync` only takes in the new ones instead of
+    every live message again. Leaves the view as a rebuild from ``live[:n - k]`` would
+    (the property tests compare the two). Without masking only: its stand-ins and tool
+    lists are left to the general rebuild. Anything else: nothing changes here."""
+    items = view.items
+    n = len(items)
+    k = live[0].seq - items[0].seq if n else 0
+    if not 0 < k < n or items[k].seq != live[0].seq or len(live) < n - k:
+        return
+    last = live[n - k - 1]
+    if last.seq != items[-1].seq or not (
+        last.message is view._orig[-1] or last.message == view._orig[-1]
+    ):
+        return
+    j = bisect_left(view._cuts, k)
+    if j == len(view._cuts) or view._cuts[j] != k:
+        return  # not a safe cut (the general rebuild copes)
+    base = view._full[k]
+    del items[:k]
+    del view._orig[:k]
+    view._full = [t - base for t in view._full[k:]]
+    view._cuts = [c - k for c in view._cuts[j:]]
+    view._user_cuts = [c - k for c in view._user_cuts[bisect_left(view._user_cuts, k):]]
+    view._group = [g - k for g in view._group[k:]]
+    view._calls = {c.id: c for m in view._orig for c in m.tool_calls}
+    view._call_for = {i - k: c for i, c in view._call_for.items() if i >= k}
+    view._last_tool = view._last_tool - k if view._last_tool >= k else -1
+    first = live[0].seq
+    view._forms = {seq: f for seq, f in view._forms.items() if seq >= first}
+    view._notes = {seq: note for seq, note in view._notes.items() if seq >= first}
+    view._cut_texts.clear()

@@ -54,6 +54,18 @@ def _any_hint(text: str) -> bool:
     return _union[0].search(text, 0, runs[-1][1] - 1) is not None  # up to the last digit
 
 
+def _has_digit(text: str) -> bool:
+    return bool(digit_runs(text))
+
+
+def _maybe_hinted(text: str) -> bool:
+    return bool(digit_runs(text)) and _any_hint(text)
+
+
+def _maybe_number_first(text: str) -> bool:
+    return bool(digit_runs(text)) and _number_first(text)
+
+
 class StreetAddressDetector:
     """Finds ``ADDRESS`` spans with ``patterns``, run only on text holding one of ``hints``
     (substrings every match must contain ahead of a digit, such as the street-type words
@@ -81,6 +93,10 @@ class StreetAddressDetector:
         self._hint = literal_union(self.hints).search if self.hints else None
         if self.hints:
             _register_hints(self.hints)
+        # Detector.gate, shared by the detectors of every locale: find()'s own early exits
+        self.gate = (
+            _maybe_hinted if self.hints else _maybe_number_first if number_first else _has_digit
+        )
 
     def find(self, text: str) -> Iterator[Finding]:
         if not digit_runs(text):  # the cheaper test first: most text has no digit

@@ -32,8 +32,14 @@ _EMAIL = re.compile(
 _FILE_EXTENSIONS = frozenset({"png", "jpg", "jpeg", "gif", "svg", "webp", "pdf", "ico", "bmp"})
 
 
+def _has_at(text: str) -> bool:
+    return "@" in text
+
+
 class EmailDetector:
     """RFC 5322 "dot-atom" addresses as people write them (``jane.doe+news@mail.example.co.uk``)."""
+
+    gate = staticmethod(_has_at)  # Detector.gate: every address holds an "@"
 
     def find(self, text: str) -> Iterator[Finding]:
         if "@" not in text:

@@ -212,9 +212,16 @@ class PrivacyGuard:
 
     def stored(self, item: StoredMessage, session_id: str, counter: TokenCounter) -> StoredMessage:
         """A redacted copy of a stored message, its token count redone."""
-        redacted = self.message(item.message, session_id)
-        if redacted is item.message:
-            return item
+        msg = item.message
+        if type(msg.content) is str and not msg.tool_calls:  # a chat turn: what message()
+            text = self.text(msg.content, session_id)  # does, without its general walk
+            if text == msg.content:
+                return item
+            redacted = replace(msg, content=text)
+        else:
+            redacted = self.message(msg, session_id)
+            if redacted is msg:
+                return item
         return replace(item, message=redacted, tokens=count_message(counter, redacted))
 
     def _arguments(self, call: ToolCall, session_id: str) -> str:

@@ -69,6 +69,7 @@ class NationalIdDetector:
         self.pattern = pattern
         self.validate = validate
         self.hint = hint
+        self.gate = hint  # Detector.gate: find() finds nothing where the hint says no
         self.cue = cue
         self.min_digits = min_digits
         # with min_digits every candidate comes from digit_windows (clusters of >= 6)

@@ -175,11 +175,35 @@ class Redactor:
         self._detectors: tuple[Detector, ...] = tuple(chosen)
         self._needs: tuple[int, ...] = tuple(_needs_digits(d) for d in chosen)
         self._finds = tuple(d.find for d in chosen)  # bound once, called for every text
+        # each detector's gate as an index into the distinct gates (-1: none), so a gate
+        # shared by several detectors is asked once per text (Detector.gate)
+        gates: dict[Callable[[str], object], int] = {}
+        self._gate_of: tuple[int, ...] = tuple(
+            gates.setdefault(g, len(gates)) if callable(g := getattr(d, "gate", None)) else -1
+            for d in chosen
+        )
+        self._gates: tuple[Callable[[str], object], ...] = tuple(gates)
+        self._arrange()
         self._vault = vault
         self._key = key if key is not None else os.urandom(32)
         self._max_scopes = max_scopes
         self._scopes: OrderedDict[str, _Scope] = OrderedDict()
         self._lock = threading.RLock()
+
+    def _arrange(self) -> None:
+        """Group the detectors by what lets :meth:`detect` skip them: none (always run),
+        ``needs_digits`` only (sorted, so the first one asking too much ends the list), or
+        a gate (asked once for all its detectors, and only if one of them could pass its
+        digit test)."""
+        ranks = range(len(self._finds))
+        needs, gate_of = self._needs, self._gate_of
+        self._always = tuple(r for r in ranks if gate_of[r] < 0 and not needs[r])
+        self._by_needs = tuple(sorted((needs[r], r) for r in ranks if gate_of[r] < 0 and needs[r]))
+        self._by_gate = tuple(
+            (min(needs[r] for r in mine), tuple((needs[r], r) for r in mine))
+            for mine in ([r for r in ranks if gate_of[r] == g] for g in range(len(self._gates)))
+        )
+        self._count_digits = any(needs)
 
     @property
     def reversible(self) -> bool:
@@ -210,15 +234,24 @@ class Redactor:
             parts.append(text[pos:])
             masked = "".join(parts)
         held_starts = [s for s, _ in held] if held else held
+        # the detectors that may find something here: each skipped one declared it cannot
+        # (Detector.needs_digits: more digits in one cluster than the text has; Detector.gate)
+        longest = longest_cluster(masked) if self._count_digits else 0
+        run = list(self._always)
+        for needs, rank in self._by_needs:
+            if needs > longest:
+                break
+            run.append(rank)
+        for gate, (least, mine) in zip(self._gates, self._by_gate, strict=True):
+            if least <= longest and gate(masked):
+                run.extend(rank for needs, rank in mine if needs <= longest)
+        if not run:
+            return []  # most text: no detector can find anything
+        run.sort()
         found: list[tuple[int, int, Finding]] = []
-        longest = -1  # digits in the largest digit cluster, once a detector asks
-        for rank, (find, needs) in enumerate(zip(self._finds, self._needs, strict=True)):
-            if needs:
-                if longest < 0:
-                    longest = longest_cluster(masked)
-                if longest < needs:
-                    continue  # it declared it cannot match here (Detector.needs_digits)
-            for f in find(masked):
+        finds = self._finds
+        for rank in run:
+            for f in finds[rank](masked):
                 if not 0 <= f.start < f.end <= len(text):
                     continue
                 if held:

@@ -39,7 +39,7 @@ from datetime import datetime
 from typing import Literal, Protocol, runtime_checkable
 
 from ..messages import Message, StoredMessage, check_sequence
-from ..policy import SessionStats, evolve
+from ..policy import SessionStats, advance
 from ..tokens import TokenCounter, count_message
 
 __all__ = [
@@ -239,6 +239,18 @@ def plan_append(
     not written again and get their existing seq; the rest get the next seqs; the sequence
     rules are checked against the pending tool calls (``ValidationError`` before any
     write); the totals are advanced. O(batch): ``known`` is only looked up."""
+    if len(items) == 1 and items[0].message.id is None:  # one chat turn: a fresh message
+        item = items[0]
+        seq = stats.last_seq + 1
+        msg = item.message
+        if stats.pending_calls or msg.role == "tool" or msg.tool_calls:
+            pending = check_sequence((msg,), stats.pending_calls)
+        else:
+            pending = ()  # what check_sequence says of a plain turn with nothing pending
+        new = advance(
+            stats, seq, stats.live_count + 1, stats.live_tokens + item.tokens, pending, now
+        )
+        return AppendPlan([(seq, item)], AppendResult((seq,), new, 0))
     seqs: list[int] = []
     fresh: list[tuple[int, PreparedMessage]] = []
     batch: dict[str, int] = {}  # client ids first seen in this batch
@@ -260,13 +272,13 @@ def plan_append(
     pending = check_sequence([i.message for _, i in fresh], stats.pending_calls)
     if not fresh:
         return AppendPlan(fresh, AppendResult(tuple(seqs), stats, len(items)))
-    new = evolve(
+    new = advance(
         stats,
-        last_seq=seq,
-        live_count=stats.live_count + len(fresh),
-        live_tokens=stats.live_tokens + sum(i.tokens for _, i in fresh),
-        pending_calls=pending,
-        last_activity=now,
+        seq,
+        stats.live_count + len(fresh),
+        stats.live_tokens + sum(i.tokens for _, i in fresh),
+        pending,
+        now,
     )
     return AppendPlan(fresh, AppendResult(tuple(seqs), new, len(items) - len(fresh)))
 
