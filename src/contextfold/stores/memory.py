@@ -23,6 +23,7 @@ from .base import (
     FoldCommit,
     Lease,
     LedgerEntry,
+    LiveWindow,
     PreparedMessage,
     Retention,
     Snapshot,
@@ -55,7 +56,9 @@ def _atomic(
 class _Session:
     stats: SessionStats
     messages: dict[int, StoredMessage] = field(default_factory=dict)
-    live: list[StoredMessage] = field(default_factory=list)  # seq > through_seq, in order
+    # seq > through_seq, in order. Only ever appended to in place: a fold starts a new list,
+    # so the first n items of any list it once was never change (what LiveWindow relies on)
+    live: list[StoredMessage] = field(default_factory=list)
     ids: dict[str, int] = field(default_factory=dict)
     summary: Summary | None = None
     due_at: datetime | None = None
@@ -128,7 +131,7 @@ class MemoryStore:
             sess = self._sessions.get(session_id)
             if sess is None:
                 return None
-            return Snapshot(sess.stats, sess.summary, sess.live.copy())
+            return Snapshot(sess.stats, sess.summary, LiveWindow(sess.live, len(sess.live)))
 
     @_atomic
     async def messages(
@@ -187,7 +190,7 @@ class MemoryStore:
         if self.retention == "delete":
             for s in range(commit.lo, commit.hi + 1):
                 del sess.messages[s]
-        del sess.live[: len(span)]
+        sess.live = sess.live[len(span) :]  # a new list: windows on the old one stay valid
         sess.summary = summary
         sess.stats = replace(
             stats,
@@ -391,3 +394,4 @@ class MemoryStore:
 
     async def close(self) -> None:
         return None
+

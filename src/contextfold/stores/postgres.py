@@ -454,6 +454,7 @@ class PostgresStore:
             # One statement, so totals, summary and live rows come from the same snapshot.
             cur = await conn.execute(query, (param,))
             out: dict[str, Snapshot] = {}
+            lives: dict[str, list[StoredMessage]] = {}
             for row in await cur.fetchall():
                 sid = row[0]
                 snap = out.get(sid)
@@ -468,9 +469,9 @@ class PostgresStore:
                             stats.summary_tokens,
                             row[11],
                         )
-                    snap = out[sid] = Snapshot(stats, summary, [])
+                    snap = out[sid] = Snapshot(stats, summary, lives.setdefault(sid, []))
                 if row[12] is not None:
-                    snap.live.append(self._decoder.decode(sid, row[12], row[13], row[14]))
+                    lives[sid].append(self._decoder.decode(sid, row[12], row[13], row[14]))
             return out
 
         return await self._tx(do, single=True)

@@ -36,6 +36,7 @@ from .base import (
     FoldCommit,
     Lease,
     LedgerEntry,
+    LiveWindow,
     PreparedMessage,
     Retention,
     Snapshot,
@@ -442,27 +443,30 @@ class SQLiteStore:
 
     def _live_rows(
         self, conn: sqlite3.Connection, session_id: str, created: str, stats: SessionStats
-    ) -> list[StoredMessage]:
+    ) -> LiveWindow:
         """Live messages, read incrementally: rows never change, so the last snapshot's
         live list (same ``created_at``: not a re-created session) is reused minus what was
-        folded since (a bisection), plus the rows appended since: a turn costs its new rows."""
+        folded since (a bisection), plus the rows appended since: a turn costs its new rows.
+        The cached list is only appended to (a fold starts a new one), so the snapshot gets
+        a window on it instead of a copy."""
         cached = self._live_cache.get(session_id)
         after = stats.through_seq
-        kept: list[StoredMessage] = []
+        live: list[StoredMessage] = []
         if cached is not None and cached[0] == created and cached[1] <= stats.last_seq:
             old = cached[2]
-            kept = old[bisect_right(old, stats.through_seq, key=attrgetter("seq")) :]
+            k = bisect_right(old, stats.through_seq, key=attrgetter("seq"))
+            live = old[k:] if k else old
             after = max(stats.through_seq, cached[1])
         rows = conn.execute(
             "SELECT seq, body, tokens FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq",
             (session_id, after),
         ).fetchall()
-        live = kept + [self._decoder.decode(session_id, q, b, t) for q, b, t in rows]
+        live.extend(self._decoder.decode(session_id, q, b, t) for q, b, t in rows)
         self._live_cache[session_id] = (created, stats.last_seq, live)
         self._live_cache.move_to_end(session_id)
         if len(self._live_cache) > _LIVE_CACHE_SESSIONS:
             self._live_cache.popitem(last=False)
-        return list(live)
+        return LiveWindow(live, len(live))
 
     async def live(self, session_id: str) -> list[StoredMessage]:
         return await self.messages(session_id, include_folded=False)
