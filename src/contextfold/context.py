@@ -33,7 +33,7 @@ from typing import Any
 
 from .elision import elide
 from .errors import ConfigError, ValidationError
-from .masking import Masking, mask_call, stand_in
+from .masking import Masking, mask_call, masked_result
 from .messages import Message, StoredMessage, ToolCall
 from .summarizers.agent_state import (
     DEFAULT_FACT_CHARS,
@@ -285,15 +285,12 @@ class LiveView:
                 shown, tokens = cached[1], cached[2]
             else:
                 if msg.role == "tool":
-                    call = self._call_for.get(i)
-                    if m.maskable(call.name if call is not None else msg.name):
-                        shown = stand_in(msg, item.seq, call, m, self._facts(i))
+                    shown, tokens = masked_result(
+                        self.counter, item, self._call_for.get(i), m, lambda: self._facts(i))
                 else:
                     shown = mask_call(msg, m)
-                if shown is not msg:
-                    tokens = count_message(self.counter, shown)
-                    if tokens >= item.tokens and msg.role == "tool":
-                        shown, tokens = msg, item.tokens  # a stand-in must save something
+                    if shown is not msg:
+                        tokens = count_message(self.counter, shown)
                 self._forms[item.seq] = (msg, shown, tokens)
         self._shown.append(shown)
         self._view.append(self._view[-1] + tokens)

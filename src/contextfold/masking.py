@@ -15,14 +15,21 @@ masked size of the live messages).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from .errors import ConfigError
-from .messages import Message, ToolCall
+from .messages import Message, StoredMessage, ToolCall
 from .summarizers.agent_state import DEFAULT_FACT_CHARS, call_signature, facts_and_failure
+from .tokens import (
+    MESSAGE_OVERHEAD_TOKENS,
+    NAME_OVERHEAD_TOKENS,
+    TiktokenCounter,
+    TokenCounter,
+    count_message,
+)
 
-__all__ = ["Masking", "mask_call", "stand_in"]
+__all__ = ["Masking", "mask_call", "masked_result", "stand_in", "stand_in_head"]
 
 #: The first words of every stand-in (tests and tools can recognise one).
 STAND_IN_PREFIX = "[contextfold: older tool result, shown as key facts"
@@ -68,22 +75,26 @@ class Masking:
         return tool_name not in self.exclude_tools
 
 
-def stand_in(message: Message, seq: int, call: ToolCall | None, masking: Masking,
-             facts: tuple[list[str], bool] | None = None) -> Message:
-    """The stand-in shown for the tool result ``message`` (stored as ``seq``), answering
-    the same call. Depends only on its arguments, so it never changes. ``facts``: the
-    result's :func:`facts_and_failure` at ``masking.fact_chars``, if already made."""
+def stand_in_head(message: Message, seq: int, call: ToolCall | None, masking: Masking) -> str:
+    """The fixed start of ``message``'s stand-in: everything before its failure note and
+    key facts (which :func:`stand_in` appends after it, starting with a space)."""
     name = call.name if call is not None else (message.name or "tool")
-    found, failed = facts or facts_and_failure(message.text, masking.fact_chars)
-    text_facts = "; ".join(found) or "no key facts"
-    status = " It reported a failure." if failed else ""
     called = ""
     if call is not None and not masking.keep_call_args:
         called = f" Called as {call_signature(call.name, call.arguments, 200)}."
-    text = (
-        f"{STAND_IN_PREFIX}; the full result is stored as seq {seq}] "
-        f"{name}:{called}{status} {text_facts}"
-    )
+    return f"{STAND_IN_PREFIX}; the full result is stored as seq {seq}] {name}:{called}"
+
+
+def stand_in(message: Message, seq: int, call: ToolCall | None, masking: Masking,
+             facts: tuple[list[str], bool] | None = None, head: str | None = None) -> Message:
+    """The stand-in shown for the tool result ``message`` (stored as ``seq``), answering
+    the same call. Depends only on its arguments, so it never changes. ``facts``: the
+    result's :func:`facts_and_failure` at ``masking.fact_chars``, if already made;
+    ``head``: its :func:`stand_in_head`, if already made."""
+    if head is None:
+        head = stand_in_head(message, seq, call, masking)
+    found, failed = facts or facts_and_failure(message.text, masking.fact_chars)
+    text = head + stand_in_tail(found, failed)
     return Message(
         role="tool",
         content=text,
@@ -92,6 +103,66 @@ def stand_in(message: Message, seq: int, call: ToolCall | None, masking: Masking
         timestamp=message.timestamp,
         id=message.id,
     )
+
+
+def stand_in_tail(found: list[str], failed: bool) -> str:
+    """The end of a stand-in after its head: the failure note and the key facts (never
+    empty, starts with a space)."""
+    status = " It reported a failure." if failed else ""
+    return f"{status} {'; '.join(found) or 'no key facts'}"
+
+
+def split_counter(counter: TokenCounter) -> bool:
+    """Whether ``counter`` counts a stand-in exactly as its head's count plus its tail's.
+
+    True for the two tiktoken encodings: a head ends with ``:`` or ``.`` and a tail starts
+    with a space, and both encodings' pre-tokenisation patterns end a piece at such a
+    boundary whatever follows (no pattern joins a punctuation run with a following space,
+    none looks behind), and BPE merges only within a piece. Tested on random heads and
+    tails (``tests/test_masking_cost.py``). Other counters are counted whole."""
+    return isinstance(counter, TiktokenCounter)
+
+
+def framing_tokens(counter: TokenCounter, message: Message) -> int:
+    """What a stand-in for the tool result ``message`` costs beyond its text: what
+    :func:`~contextfold.tokens.count_message` adds to a string content (the message's
+    framing, ``name`` and ``tool_call_id``; a stand-in carries the result's)."""
+    total = MESSAGE_OVERHEAD_TOKENS
+    if message.name:
+        total += NAME_OVERHEAD_TOKENS + counter.count(message.name)
+    if message.tool_call_id:
+        total += counter.count(message.tool_call_id)
+    return total
+
+
+def masked_result(counter: TokenCounter, item: StoredMessage, call: ToolCall | None,
+                  masking: Masking, facts: Callable[[], tuple[list[str], bool]]
+                  ) -> tuple[Message, int]:
+    """The stored tool result ``item`` as shown when masked, and its tokens: its stand-in,
+    or the result itself when not maskable or when the stand-in would not be smaller.
+    ``facts``: makes the result's key facts (:func:`facts_and_failure`).
+
+    With a tiktoken counter a stand-in costs its framing + its head's tokens + its tail's
+    (:func:`split_counter`), and a tail is at least one token: a result whose stand-in's
+    head alone is not smaller gets no key facts made (the costly part), with the outcome
+    it would have had."""
+    msg = item.message
+    if not masking.maskable(call.name if call is not None else msg.name):
+        return msg, item.tokens
+    head = stand_in_head(msg, item.seq, call, masking)
+    if split_counter(counter):
+        low = framing_tokens(counter, msg) + counter.count(head)
+        if low + 1 >= item.tokens:
+            return msg, item.tokens  # a stand-in must save something
+        found, failed = facts()
+        tokens = low + counter.count(stand_in_tail(found, failed))
+        shown = stand_in(msg, item.seq, call, masking, (found, failed), head)
+    else:
+        shown = stand_in(msg, item.seq, call, masking, facts(), head)
+        tokens = count_message(counter, shown)
+    if tokens >= item.tokens:
+        return msg, item.tokens  # a stand-in must save something
+    return shown, tokens
 
 
 def mask_call(message: Message, masking: Masking) -> Message:
