@@ -521,6 +521,10 @@ def main(argv: list[str] | None = None) -> int:
                       "µs/turn making stand-ins"], cost_rows))
     print(block)
     report += [block, ""]
+    if args.cost_only and Path(args.report).exists():  # keep the recall sections there
+        kept = Path(args.report).read_text()
+        head = kept.split("## Per-turn cost of masking")[0].rstrip("\n")
+        report = [head, "", block, ""]
     Path(args.report).parent.mkdir(parents=True, exist_ok=True)
     Path(args.report).write_text("\n".join(report) + "\n")
     print(f"\nreport: {args.report}")
