@@ -163,38 +163,31 @@ def elide(
     units = _units(messages, tokens, counter)
     if not units:
         return None
+
+    def attempt(units: list[_Unit]) -> tuple[list[Message], list[int], int] | None:
+        """Cut ``units`` to fit, with key facts in the markers when there is room for
+        them (each size of notes tried once), else with bare markers."""
+        if notes is not None:
+            tried: list[list[str]] = []
+            for chars in NOTE_CHARS:
+                level = [notes(u.index, chars) if u.call < 0 else "" for u in units]
+                if level in tried:
+                    continue  # the same notes as a size already tried
+                tried.append(level)
+                fit = _elide(counter, messages, seqs, tokens, room, units, level, cache)
+                if fit is not None:
+                    return fit
+        return _elide(counter, messages, seqs, tokens, room, units, None, cache)
+
     last = len(messages) - 1
     if last > 0 and messages[last].role in ("user", "assistant"):
         # the newest turn (what the model answers) stays whole if cutting the others does
         others = [u for u in units if u.index != last]
         if others and len(others) < len(units):
-            fit = _elide_with_notes(counter, messages, seqs, tokens, room, others, notes, cache)
+            fit = attempt(others)
             if fit is not None:
                 return fit
-    return _elide_with_notes(counter, messages, seqs, tokens, room, units, notes, cache)
-
-
-def _elide_with_notes(
-    counter: TokenCounter,
-    messages: Sequence[Message],
-    seqs: Sequence[int],
-    tokens: Sequence[int],
-    room: int,
-    units: list[_Unit],
-    notes: Callable[[int, int], str] | None,
-    cache: dict[tuple[int, int, int], tuple[str, int]] | None,
-) -> tuple[list[Message], list[int], int] | None:
-    if notes is not None:  # key facts in the markers when there is room for them
-        tried: list[list[str]] = []
-        for chars in NOTE_CHARS:
-            level = [notes(u.index, chars) if u.call < 0 else "" for u in units]
-            if level in tried:
-                continue  # the same notes as a size already tried
-            tried.append(level)
-            fit = _elide(counter, messages, seqs, tokens, room, units, level, cache)
-            if fit is not None:
-                return fit
-    return _elide(counter, messages, seqs, tokens, room, units, None, cache)
+    return attempt(units)
 
 
 def _elide(

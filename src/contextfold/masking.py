@@ -21,13 +21,7 @@ from dataclasses import dataclass, field
 from .errors import ConfigError
 from .messages import Message, StoredMessage, ToolCall
 from .summarizers.agent_state import DEFAULT_FACT_CHARS, call_signature, facts_and_failure
-from .tokens import (
-    MESSAGE_OVERHEAD_TOKENS,
-    NAME_OVERHEAD_TOKENS,
-    TiktokenCounter,
-    TokenCounter,
-    count_message,
-)
+from .tokens import TiktokenCounter, TokenCounter, count_message, framing_tokens
 
 __all__ = ["Masking", "mask_call", "masked_result", "stand_in", "stand_in_head"]
 
@@ -121,18 +115,6 @@ def split_counter(counter: TokenCounter) -> bool:
     none looks behind), and BPE merges only within a piece. Tested on random heads and
     tails (``tests/test_masking_cost.py``). Other counters are counted whole."""
     return isinstance(counter, TiktokenCounter)
-
-
-def framing_tokens(counter: TokenCounter, message: Message) -> int:
-    """What a stand-in for the tool result ``message`` costs beyond its text: what
-    :func:`~contextfold.tokens.count_message` adds to a string content (the message's
-    framing, ``name`` and ``tool_call_id``; a stand-in carries the result's)."""
-    total = MESSAGE_OVERHEAD_TOKENS
-    if message.name:
-        total += NAME_OVERHEAD_TOKENS + counter.count(message.name)
-    if message.tool_call_id:
-        total += counter.count(message.tool_call_id)
-    return total
 
 
 def masked_result(counter: TokenCounter, item: StoredMessage, call: ToolCall | None,

@@ -29,6 +29,7 @@ __all__ = [
     "TokenCounter",
     "count_message",
     "count_tools",
+    "framing_tokens",
     "get_counter",
 ]
 
@@ -174,16 +175,25 @@ def get_counter(name: str | TokenCounter | None = None) -> TokenCounter:
     raise ConfigError(f"unknown tokenizer {name!r}; use 'o200k', 'cl100k' or 'approx'")
 
 
+def framing_tokens(counter: TokenCounter, message: Message) -> int:
+    """What ``message`` costs beyond its content and tool calls: the message framing, its
+    ``name`` and its ``tool_call_id`` (part of :func:`count_message`)."""
+    total = MESSAGE_OVERHEAD_TOKENS
+    if message.name:
+        total += NAME_OVERHEAD_TOKENS + counter.count(message.name)
+    if message.tool_call_id:
+        total += counter.count(message.tool_call_id)
+    return total
+
+
 def count_message(counter: TokenCounter, message: Message) -> int:
     """Tokens ``message`` costs inside a chat request: framing, name, content, tool calls."""
-    total = MESSAGE_OVERHEAD_TOKENS
+    total = framing_tokens(counter, message)
     if isinstance(message.content, str):
         total += counter.count(message.content)
     else:
         for part in message.content:
             total += MEDIA_PART_TOKENS if isinstance(part, MediaPart) else counter.count(part.text)
-    if message.name:
-        total += NAME_OVERHEAD_TOKENS + counter.count(message.name)
     for call in message.tool_calls:
         total += (
             TOOL_CALL_OVERHEAD_TOKENS
@@ -191,8 +201,6 @@ def count_message(counter: TokenCounter, message: Message) -> int:
             + counter.count(call.arguments)
             + counter.count(call.id)
         )
-    if message.tool_call_id:
-        total += counter.count(message.tool_call_id)
     return total
 
 

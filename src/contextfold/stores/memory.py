@@ -394,4 +394,3 @@ class MemoryStore:
 
     async def close(self) -> None:
         return None
-
