@@ -353,14 +353,17 @@ def _text_facts(text: str, facts: ValueFacts, scan: int) -> None:
         text = text[: scan // 3] + "\n" + text[-2 * scan // 3:]
     errors = _error_lines(text)
     strong: list[str] = []
+    whole: list[str] = []  # (session 5) lines kept whole: their key: value pairs are not
     if errors:
         facts.failed = True
         strong = [ln for ln in errors if _STRONG_ERROR.search(ln)]
         for line in dict.fromkeys([*(strong[-1:]), errors[-1], errors[0]]):
             facts.add("error", _clip(line, _MAX_ERROR_CHARS), _SCORE_ERROR)
+            whole.append(line)
     first = text.lstrip().split("\n", 1)[0]
     if first.strip():
         facts.add("output", _clip(first, 100), _SCORE_STATUS)
+        whole.append(first)
     # where the (last) error is, then the whole (scanned) output; C-level scans, each
     # distinct match tested once
     near = _near(text, (strong or errors)[-1]) if errors else ""
@@ -378,9 +381,12 @@ def _text_facts(text: str, facts: ValueFacts, scan: int) -> None:
             if "/" in word or _HAS_DIGIT(word):
                 _text_value(word.strip(".:,;+-"), facts, bonus)
     _demote_enumerations(facts)
+    shown = {kv.group(1).strip(): kv.group(2) for kv in _KV_LINES.finditer("\n".join(whole))}
     for count, kv in enumerate(_KV_LINES.finditer(text)):
         if count >= 400:
             break
+        if shown.get(kv.group(1).strip()) == kv.group(2):
+            continue
         value = _clip(kv.group(2), _MAX_VALUE_CHARS)
         facts.add(kv.group(1).strip(), value, _score("other", value) + 0.5)
 
