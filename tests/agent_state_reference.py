@@ -222,9 +222,12 @@ class ValueFacts:
             self.items[value] = (score, hit[1], hit[2])
 
     def ranked(self, skip: Iterable[str] = ()) -> list[tuple[str, str]]:
-        """(label, value) pairs, most reusable first (ties in order of appearance),
-        without the values in ``skip``."""
-        return [(lab, value) for lab, value, _ in self.scored(skip)]
+        """(label, value) pairs, most reusable first, then the shorter first (session 5:
+        for a stand-in's or a marker's fixed room), then in order of appearance; without
+        the values in ``skip``."""
+        skipped = set(skip)
+        order = sorted(self.items.items(), key=lambda kv: (-kv[1][0], len(kv[0]), kv[1][1]))
+        return [(lab, value) for value, (_, _, lab) in order if value not in skipped]
 
     def scored(self, skip: Iterable[str] = ()) -> list[tuple[str, str, float]]:
         """(label, value, score), most reusable first, without the values in ``skip``."""

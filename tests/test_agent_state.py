@@ -222,3 +222,31 @@ def test_a_first_line_shown_whole_is_not_shown_again_as_a_pair(key: str, value: 
     facts = key_facts("\n".join([line, *rest]), 4000)
     assert f"output: {line}" in facts
     assert line not in facts
+
+
+def test_a_stand_in_shows_more_values_when_as_reusable_values_differ_in_length() -> None:
+    results = [{"id": f"doc_{i}", "url": f"https://example.org/guides/{i}/page"}
+               for i in range(10)]
+    facts = key_facts(json.dumps({"results": results}), 130)
+    text = " | ".join(facts)
+    assert all(f"doc_{i}" in text for i in range(10))  # ten short ids, not five and 5 URLs
+    assert facts[0].startswith("id: doc_0, doc_1")  # ties keep their order of appearance
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.from_regex(r"[a-z]{1,6}[0-9]{1,4}[a-z/.]{0,30}", fullmatch=True),
+                       st.sampled_from([2.0, 4.0, 10.0]), max_size=30),
+       st.sets(st.integers(0, 29), max_size=5))
+def test_ranked_values_are_every_value_once_best_first_then_shorter(
+        scores: dict[str, float], skip_at: set[int]) -> None:
+    from contextfold.summarizers.agent_state import ValueFacts
+
+    facts = ValueFacts()
+    for value, score in scores.items():
+        facts.add("v", value, score)
+    values = list(scores)
+    skip = {values[i] for i in skip_at if i < len(values)}
+    ranked = [v for _, v in facts.ranked(skip)]
+    assert sorted(ranked) == sorted(set(values) - skip)
+    keys = [(-scores[v], len(v)) for v in ranked]
+    assert keys == sorted(keys)
