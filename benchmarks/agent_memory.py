@@ -7,7 +7,10 @@ a whole and on each half of a split by task (rules and weights were chosen on th
 task ids only; the odd ones are held out — a task's four trials share ids, so a split by
 conversation would leak); the synthetic traces of ``agent_traces.py`` used while tuning
 (coding agent with long logs and file dumps, search agent, parallel calls, failing tools);
-and held-out synthetic traces of other shapes never tuned on (on-call agent, data agent).
+held-out synthetic traces of other shapes never tuned on (on-call agent, data agent); and a
+second held-out set in other domains (``agent_traces_heldout2.py``: retail order support,
+calendar/email assistant, devops agent with plain-text CLI output), committed before it
+was first measured and never tuned on.
 Systems, side by side:
 
 - ``contextfold agent``: ``Memory(policy=TokenBudget(B), masking=Masking())`` (the agent
@@ -54,6 +57,7 @@ sys.path.insert(0, str(ROOT / "src"))  # this checkout, also from the peers virt
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from agent_traces import heldout_traces, synthetic_traces  # noqa: E402
+from agent_traces_heldout2 import heldout2_traces  # noqa: E402
 
 from contextfold import Masking, Memory, Message, TokenBudget, ToolCall  # noqa: E402
 from contextfold.policy import safe_cuts  # noqa: E402
@@ -399,6 +403,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--synthetic", type=int, default=12, help="synthetic traces (12)")
     parser.add_argument("--heldout", type=int, default=8,
                         help="held-out synthetic traces of other shapes (8)")
+    parser.add_argument("--heldout2", type=int, default=18,
+                        help="second held-out set: retail, calendar/email, devops traces (18)")
     parser.add_argument("--tau-limit", type=int, default=None, help="first N tau conversations")
     parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
     parser.add_argument("--cost-messages", type=int, default=1500)
@@ -440,6 +446,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.heldout:
         datasets.append((f"held-out synthetic traces ({args.heldout}, on-call and data agents, "
                          "never tuned on)", heldout_traces(args.heldout), {}))
+    if args.heldout2:
+        datasets.append((f"held-out set 2 ({args.heldout2}, retail, calendar/email and devops "
+                         "agents, never tuned on)", heldout2_traces(args.heldout2), {}))
 
     head = ["budget", "system", "contexts", "exceptions", "over budget", "rule violations",
             "newest result not visible", "folds", "call-arg recall", "ids in final context"]

@@ -222,9 +222,12 @@ class ValueFacts:
             self.items[value] = (score, hit[1], hit[2])
 
     def ranked(self, skip: Iterable[str] = ()) -> list[tuple[str, str]]:
-        """(label, value) pairs, most reusable first (ties in order of appearance),
-        without the values in ``skip``."""
-        return [(lab, value) for lab, value, _ in self.scored(skip)]
+        """(label, value) pairs, most reusable first, then the shorter first (session 5:
+        for a stand-in's or a marker's fixed room), then in order of appearance; without
+        the values in ``skip``."""
+        skipped = set(skip)
+        order = sorted(self.items.items(), key=lambda kv: (-kv[1][0], len(kv[0]), kv[1][1]))
+        return [(lab, value) for value, (_, _, lab) in order if value not in skipped]
 
     def scored(self, skip: Iterable[str] = ()) -> list[tuple[str, str, float]]:
         """(label, value, score), most reusable first, without the values in ``skip``."""
@@ -353,14 +356,17 @@ def _text_facts(text: str, facts: ValueFacts, scan: int) -> None:
         text = text[: scan // 3] + "\n" + text[-2 * scan // 3:]
     errors = _error_lines(text)
     strong: list[str] = []
+    whole: list[str] = []  # (session 5) lines kept whole: their key: value pairs are not
     if errors:
         facts.failed = True
         strong = [ln for ln in errors if _STRONG_ERROR.search(ln)]
         for line in dict.fromkeys([*(strong[-1:]), errors[-1], errors[0]]):
             facts.add("error", _clip(line, _MAX_ERROR_CHARS), _SCORE_ERROR)
+            whole.append(line)
     first = text.lstrip().split("\n", 1)[0]
     if first.strip():
         facts.add("output", _clip(first, 100), _SCORE_STATUS)
+        whole.append(first)
     # where the (last) error is, then the whole (scanned) output; C-level scans, each
     # distinct match tested once
     near = _near(text, (strong or errors)[-1]) if errors else ""
@@ -378,9 +384,12 @@ def _text_facts(text: str, facts: ValueFacts, scan: int) -> None:
             if "/" in word or _HAS_DIGIT(word):
                 _text_value(word.strip(".:,;+-"), facts, bonus)
     _demote_enumerations(facts)
+    shown = {kv.group(1).strip(): kv.group(2) for kv in _KV_LINES.finditer("\n".join(whole))}
     for count, kv in enumerate(_KV_LINES.finditer(text)):
         if count >= 400:
             break
+        if shown.get(kv.group(1).strip()) == kv.group(2):
+            continue
         value = _clip(kv.group(2), _MAX_VALUE_CHARS)
         facts.add(kv.group(1).strip(), value, _score("other", value) + 0.5)
 

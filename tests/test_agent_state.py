@@ -199,3 +199,54 @@ def test_a_failed_call_record_keeps_every_argument_for_the_retry() -> None:
     assert "gift_1" in failed.text and "250" in failed.text
     ok = agent_lines(_stored(_round(1, "book", args, '{"reservation_id": "R1"}')))[0]
     assert "R1" in ok.text and all(p["dob"] in ok.text + ok.more for p in passengers)
+
+
+def test_a_text_line_kept_whole_is_not_repeated_as_its_key_value_pair() -> None:
+    out = "Change CHG6716893 updated: state=implemented (by platform-agent)"
+    facts = key_facts(out, 2000)
+    assert facts == ["ids: CHG6716893", f"output: {out}"]
+    failed = 'error: secrets "db-credentials" not found in namespace ledger'
+    text = " | ".join(key_facts(failed, 2000))
+    assert text.count("not found in namespace ledger") == 1
+    # a key: value line that is not kept whole still gives its pair
+    assert "region: westeurope" in key_facts("deploy finished\nregion: westeurope", 2000)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.from_regex(r"[A-Za-z][a-z]{0,8}( [a-z]{1,6})?", fullmatch=True),
+       st.from_regex(r"[a-z0-9.-]{1,12}( [a-z0-9.-]{1,12}){0,2}", fullmatch=True),
+       st.lists(st.from_regex(r"[a-z]{1,8}: [a-z0-9-]{1,20}", fullmatch=True), max_size=5))
+def test_a_first_line_shown_whole_is_not_shown_again_as_a_pair(key: str, value: str,
+                                                               rest: list[str]) -> None:
+    line = f"{key}: {value}"
+    facts = key_facts("\n".join([line, *rest]), 4000)
+    assert f"output: {line}" in facts
+    assert line not in facts
+
+
+def test_a_stand_in_shows_more_values_when_as_reusable_values_differ_in_length() -> None:
+    results = [{"id": f"doc_{i}", "url": f"https://example.org/guides/{i}/page"}
+               for i in range(10)]
+    facts = key_facts(json.dumps({"results": results}), 130)
+    text = " | ".join(facts)
+    assert all(f"doc_{i}" in text for i in range(10))  # ten short ids, not five and 5 URLs
+    assert facts[0].startswith("id: doc_0, doc_1")  # ties keep their order of appearance
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.from_regex(r"[a-z]{1,6}[0-9]{1,4}[a-z/.]{0,30}", fullmatch=True),
+                       st.sampled_from([2.0, 4.0, 10.0]), max_size=30),
+       st.sets(st.integers(0, 29), max_size=5))
+def test_ranked_values_are_every_value_once_best_first_then_shorter(
+        scores: dict[str, float], skip_at: set[int]) -> None:
+    from contextfold.summarizers.agent_state import ValueFacts
+
+    facts = ValueFacts()
+    for value, score in scores.items():
+        facts.add("v", value, score)
+    values = list(scores)
+    skip = {values[i] for i in skip_at if i < len(values)}
+    ranked = [v for _, v in facts.ranked(skip)]
+    assert sorted(ranked) == sorted(set(values) - skip)
+    keys = [(-scores[v], len(v)) for v in ranked]
+    assert keys == sorted(keys)

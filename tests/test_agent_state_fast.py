@@ -107,11 +107,25 @@ def _traces() -> ModuleType:
     return module
 
 
-@pytest.mark.parametrize("kind", ["synthetic", "heldout"])
+@cache
+def _traces2() -> ModuleType:
+    """The second held-out set (``agent_traces_heldout2.py`` imports ``agent_traces``)."""
+    sys.modules.setdefault("agent_traces", _traces())
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "agent_traces_heldout2.py"
+    spec = importlib.util.spec_from_file_location("agent_traces_heldout2_for_tests", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("kind", ["synthetic", "heldout", "heldout2"])
 def test_trace_tool_results_and_calls_are_identical(kind: str) -> None:
     traces = _traces()
     convs = (traces.synthetic_traces(6, offset=500) if kind == "synthetic"
-             else traces.heldout_traces(4, offset=500))
+             else traces.heldout_traces(4, offset=500) if kind == "heldout"
+             else _traces2().heldout2_traces(6, offset=500))
     seen = 0
     for conv in convs:
         for message in conv:

@@ -101,16 +101,19 @@ def text_facts(text: str, facts: ValueFacts, scan: int) -> None:
         text = text[: scan // 3] + "\n" + text[-2 * scan // 3:]
     errors = _error_lines(text)
     strong: list[str] = []
+    whole: list[str] = []  # lines kept whole: their key: value pairs are not kept again
     if errors:
         facts.failed = True
         strong = [ln for ln in errors if _STRONG_ERROR.search(ln)]
         for line in dict.fromkeys([*(strong[-1:]), errors[-1], errors[0]]):
             facts.add("error", _clip(line, _MAX_ERROR_CHARS), _SCORE_ERROR)
+            whole.append(line)
     first = text.lstrip()
     newline = first.find("\n")
     first = first if newline < 0 else first[:newline]
     if first.strip():
         facts.add("output", _clip(first, 100), _SCORE_STATUS)
+        whole.append(first)
     # where the (last) error is, then the whole (scanned) output; C-level scans, each
     # distinct match tested once
     near = _near(text, (strong or errors)[-1]) if errors else ""
@@ -133,9 +136,12 @@ def text_facts(text: str, facts: ValueFacts, scan: int) -> None:
         _text_words(words, facts, bonus)
     _demote_enumerations(facts)
     items = facts.items
+    shown = dict(_kv_lines("\n".join(whole)))  # key -> value
     for count, (key, found) in enumerate(_kv_lines(text)):
         if count >= 400:
             break
+        if shown and shown.get(key) == found:
+            continue  # "Error: quota exceeded" is kept whole already, not again in two
         value = " ".join(found.split())  # _clip (a value is at most 58 characters)
         score = _SHAPE_SCORE_KV.get(value_shape(value), _SCORE_OTHER + 0.5)
         if value[:1] == "<" and _PLACEHOLDER.fullmatch(value):

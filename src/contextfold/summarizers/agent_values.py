@@ -158,9 +158,14 @@ class ValueFacts:
             self.items[value] = (score, hit[1], hit[2])
 
     def ranked(self, skip: Iterable[str] = ()) -> list[tuple[str, str]]:
-        """(label, value) pairs, most reusable first (ties in order of appearance),
-        without the values in ``skip``."""
-        return [(lab, value) for lab, value, _ in self.scored(skip)]
+        """(label, value) pairs for a fixed room (a stand-in, an elision marker): most
+        reusable first and, among values as reusable, the shorter first — more of them fit
+        (ten ``id``s, not five ids and five URLs); then in order of appearance. Without the
+        values in ``skip``. (A summary record ranks by :meth:`scored`: there the shorter-
+        first order measured worse on the tau-bench tuning half, 98.8 -> 98.2% at 1,000.)"""
+        skipped = set(skip)
+        order = sorted(self.items.items(), key=lambda kv: (-kv[1][0], len(kv[0]), kv[1][1]))
+        return [(lab, value) for value, (_, _, lab) in order if value not in skipped]
 
     def scored(self, skip: Iterable[str] = ()) -> list[tuple[str, str, float]]:
         """(label, value, score), most reusable first, without the values in ``skip``."""
