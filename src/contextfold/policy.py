@@ -11,7 +11,7 @@ tool calls and its results, never over a call whose result has not arrived.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta
 from operator import attrgetter
@@ -72,6 +72,22 @@ _STATS_INDEX = {f.name: i for i, f in enumerate(fields(SessionStats))}
 _stats_values = attrgetter(*_STATS_INDEX)
 
 
+def _stats_maker() -> Callable[..., SessionStats]:
+    """``SessionStats(*values)`` (every field, in order) without the frozen dataclass's
+    ``object.__setattr__`` call per field: each slot is set by its own descriptor, in a
+    function generated once, as dataclasses generates ``__init__`` (half the cost of the
+    constructor; every append makes one). SessionStats has no ``__post_init__`` to skip."""
+    names = list(_STATS_INDEX)
+    namespace: dict[str, Any] = {"new": object.__new__, "cls": SessionStats}
+    namespace.update({f"set_{n}": getattr(SessionStats, n).__set__ for n in names})
+    body = "".join(f"    set_{n}(s, {n})\n" for n in names)
+    exec(f"def make({', '.join(names)}):\n    s = new(cls)\n{body}    return s\n", namespace)
+    return namespace["make"]  # type: ignore[no-any-return]
+
+
+_make_stats = _stats_maker()
+
+
 def evolve(stats: SessionStats, **changes: Any) -> SessionStats:
     """``dataclasses.replace(stats, **changes)`` at half the cost: stores and the engine
     advance the totals on every append. Unknown field names raise ``TypeError``."""
@@ -81,7 +97,7 @@ def evolve(stats: SessionStats, **changes: Any) -> SessionStats:
         if index is None:
             raise TypeError(f"SessionStats has no field {name!r}")
         values[index] = value
-    return SessionStats(*values)
+    return _make_stats(*values)
 
 
 def advance(
@@ -96,7 +112,7 @@ def advance(
     last_activity=…)``, the change every append makes, with every field passed by
     position (a keyword call and its loop cost as much as building the stats)."""
     s = stats
-    return SessionStats(
+    return _make_stats(
         s.session_id,
         last_seq,
         live_count,
