@@ -11,14 +11,14 @@ tool calls and its results, never over a call whose result has not arrived.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta
 from operator import attrgetter
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from .errors import ConfigError
-from .messages import StoredMessage
+from .messages import StoredMessage, slots_maker
 from .tokens import MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS
 
 __all__ = [
@@ -72,20 +72,9 @@ _STATS_INDEX = {f.name: i for i, f in enumerate(fields(SessionStats))}
 _stats_values = attrgetter(*_STATS_INDEX)
 
 
-def _stats_maker() -> Callable[..., SessionStats]:
-    """``SessionStats(*values)`` (every field, in order) without the frozen dataclass's
-    ``object.__setattr__`` call per field: each slot is set by its own descriptor, in a
-    function generated once, as dataclasses generates ``__init__`` (half the cost of the
-    constructor; every append makes one). SessionStats has no ``__post_init__`` to skip."""
-    names = list(_STATS_INDEX)
-    namespace: dict[str, Any] = {"new": object.__new__, "cls": SessionStats}
-    namespace.update({f"set_{n}": getattr(SessionStats, n).__set__ for n in names})
-    body = "".join(f"    set_{n}(s, {n})\n" for n in names)
-    exec(f"def make({', '.join(names)}):\n    s = new(cls)\n{body}    return s\n", namespace)
-    return namespace["make"]  # type: ignore[no-any-return]
-
-
-_make_stats = _stats_maker()
+#: ``SessionStats(*values)`` (every field, in order) at half the constructor's cost: every
+#: append makes one (see :func:`~contextfold.messages.slots_maker`).
+_make_stats = slots_maker(SessionStats)
 
 
 def evolve(stats: SessionStats, **changes: Any) -> SessionStats:
