@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -10,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from contextfold import MediaPart, Message, ToolCall, ValidationError
-from contextfold.messages import check_sequence, render_text
+from contextfold.messages import StoredMessage, check_sequence, make_stored, render_text
 
 from .strategies import transcripts
 
@@ -132,3 +133,23 @@ def test_a_role_and_content_dict_parses_as_the_full_constructor_would(
     else:
         got = Message.from_openai({"role": role, "content": content}, timestamp=stamp)
         assert got == expected and got.timestamp == expected.timestamp  # type: ignore[union-attr]
+
+
+@given(
+    st.integers(1, 10**6),
+    st.text(st.characters(blacklist_categories=("Cs",))),
+    st.integers(0, 10**4),
+    st.booleans(),
+)
+def test_a_stored_message_made_fast_is_the_dataclass(
+    seq: int, content: str, tokens: int, folded: bool
+) -> None:
+    """Stores make StoredMessage with make_stored (no __init__): same fields, same
+    equality, hash and repr, and as frozen."""
+    message = Message(role="user", content=content.replace("\x00", ""))
+    made = make_stored(seq, message, tokens, folded)
+    built = StoredMessage(seq, message, tokens, folded)
+    assert made == built and repr(made) == repr(built)
+    assert (made.seq, made.message, made.tokens, made.folded) == (seq, message, tokens, folded)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.seq = 0  # type: ignore[misc]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -238,3 +239,35 @@ def test_advance_is_evolve_with_the_fields_an_append_changes(
         stats, last_seq=n + 1, live_count=n + 2, live_tokens=n + 3, pending_calls=pending,
         last_activity=now,
     )
+
+
+@given(
+    st.builds(
+        SessionStats,
+        session_id=st.text(min_size=1, max_size=5),
+        last_seq=st.integers(0, 99),
+        live_count=st.integers(0, 99),
+        live_tokens=st.integers(0, 999),
+        through_seq=st.integers(0, 99),
+        summary_version=st.integers(0, 9),
+        summary_tokens=st.integers(0, 999),
+        pending_calls=st.tuples(st.text(max_size=3)),
+        last_activity=st.none() | st.just(datetime(2026, 1, 1, tzinfo=timezone.utc)),
+        reported_input_tokens=st.none() | st.integers(0, 999),
+        reserved_tokens=st.integers(0, 99),
+        expected_summary_tokens=st.none() | st.integers(0, 99),
+        summary_reread_tokens=st.none() | st.integers(0, 99),
+    ),
+    st.integers(1000, 2000),
+)
+def test_evolved_stats_are_the_dataclass_built_anew(stats: SessionStats, n: int) -> None:
+    """evolve and advance build SessionStats without its constructor: every field lands
+    where the constructor puts it, and the result is as frozen, equal and hashable."""
+    assert evolve(stats) == stats and hash(evolve(stats)) == hash(stats)
+    assert repr(evolve(stats)) == repr(stats)
+    names = [f.name for f in dataclasses.fields(SessionStats)]
+    for i, name in enumerate(names):  # each field on its own: a swapped pair shows
+        value: object = f"s{n + i}" if name == "session_id" else n + i
+        assert evolve(stats, **{name: value}) == dataclasses.replace(stats, **{name: value})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        evolve(stats).last_seq = 1  # type: ignore[misc]

@@ -17,10 +17,11 @@ from hypothesis import strategies as st
 from contextfold.privacy import Redactor
 from contextfold.privacy.address import _NUMBER_AFTER, StreetAddressDetector, _any_hint
 from contextfold.privacy.detectors import Finding, digit_runs, longest_cluster, run_followed_by
+from contextfold.privacy.locales.de import _ID_CARD_HINTS, _id_card_hint
 from contextfold.privacy.locales.en import _ADDRESS
 from contextfold.privacy.locales.fr import _FR_ADDRESS
 from contextfold.privacy.locales.it import _cf_hint
-from contextfold.privacy.network import _DOT_DIGIT, _IPV4
+from contextfold.privacy.network import _DOT_DIGIT, _IPV4, _IPV6_HINT
 from contextfold.privacy.secret import _SECRET_HINTS
 from contextfold.privacy.secret import _any_hint as secret_hint
 
@@ -34,9 +35,13 @@ PIECES = [
     "Calle Mayor", "Hauptstraße ", "Goethestr. ", "Am Markt ", "Atatürk Caddesi No:",
     "ул. Ленина, д. ", "Plaza ", " Apt ", "RSSMRA", "T10A562S", "IP ", "version ",
     "@", "jane@example.com", "::", "fe80::1", "ab:cd:", "Token ", "password: ", "sk-", "AKIA",
-    "Ausweis ", "Person", "L01X00T47", "\x00", "<EMAIL_1>",
+    "Ausweis ", "Person", "L01X00T47", "\x00", "<EMAIL_1>", "–", "😀", "12:30", "a:b:c:",
+    "2001:db8:", "١٢٣٤٥٦", "123456", " 7 ", "ERSO", "USWEIS", "ID-Karte", "IDKarte", "S", "K",
+    "xox", "eyJ", "J",
 ]
 texts = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
+CLUSTER = re.compile(r"\d(?:[ .\-/()]{0,3}\d){5,}")
+IPV6_HINT = re.compile(r"[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{1,4}:[0-9A-Fa-f]{0,4}:")
 REDACTOR = Redactor()
 
 
@@ -57,8 +62,16 @@ def check_gates(text: str) -> None:
         gate = getattr(det, "gate", None)
         if gate is not None and not gate(text):
             assert list(det.find(text)) == [], det
-    # the ASCII fast path of digit_runs is the regex it stands for
+    # the bytes fast path of digit_runs is the regex it stands for (also for text with
+    # characters beyond ASCII: an emoji, a dash, another script's digit)
     assert digit_runs(text) == tuple(m.span() for m in re.finditer(r"\d+", text))
+    # longest_cluster's shortcuts from the runs agree with the cluster scan
+    clusters = [len(re.sub(r"[ .\-/()]", "", m.group())) for m in CLUSTER.finditer(text)]
+    assert longest_cluster(text) == max(clusters, default=0)
+    # the Ausweis hint is "one of its literals occurs", whatever order it tests them in
+    assert _id_card_hint(text) == any(h in text for h in _ID_CARD_HINTS)
+    # the IPv6 hint, written to open on its colon, finds what its plain form finds
+    assert (_IPV6_HINT(text) is not None) == (IPV6_HINT.search(text) is not None)
 
 
 def ungated(redactor: Redactor) -> Redactor:

@@ -46,6 +46,7 @@ from .messages import (
     StoredMessage,
     check_text,
     coerce_message,
+    make_stored,
 )
 from .outcomes import (
     AddResult,
@@ -282,7 +283,7 @@ class AsyncMemory:
             await privacy.end(sid)  # reversible mode: mapping before the messages using it
         result = await store.append(sid, items, now)
         if not result.duplicates:  # agent view: take the new messages in, O(new)
-            self._views.extend(sid, [StoredMessage(q, p.message, p.tokens)
+            self._views.extend(sid, [make_stored(q, p.message, p.tokens, False)
                                      for q, p in zip(result.seqs, items, strict=True)])
         outcome = None
         if self.fold_mode == "inline":

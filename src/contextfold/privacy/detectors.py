@@ -138,6 +138,7 @@ MAX_DIGIT_RUNS = 32
 
 # ASCII byte -> b"9" for a digit, b" " for anything else (see digit_runs)
 _DIGIT_CLASS = bytes(57 if 48 <= b <= 57 else 32 for b in range(256))
+_ASCII = bytes(range(128))
 
 
 @lru_cache(maxsize=4)
@@ -146,12 +147,23 @@ def digit_runs(text: str) -> tuple[tuple[int, int], ...]:
     cached, for the tests of every number-shaped detector on the same text (is there a
     digit, where is the last one, what follows a run).
 
-    ASCII text (most chat; there ``\\d`` is exactly 0-9) is mapped to digit / not-digit
-    bytes and the runs are found with ``bytes.find``, a C scan several times faster than a
-    regex stepping through every character; other text uses the regex."""
-    if not text.isascii():
-        return tuple([m.span() for m in _DIGIT_RUN.finditer(text)])
-    classes = text.encode("ascii").translate(_DIGIT_CLASS)
+    Text whose digits are all ASCII (most chat, even with an emoji or a dash; ``\\d``
+    there is exactly 0-9) is mapped to digit / not-digit bytes and the runs are found with
+    ``bytes.find``, a C scan several times faster than a regex stepping through every
+    character; text with another script's digits uses the regex."""
+    if text.isascii():
+        raw = text.encode("ascii")
+    else:
+        # Mostly ASCII text with a few other characters (an emoji, a dash): if none of them
+        # is a digit, each becomes "?" (one byte per character, positions kept) and the
+        # bytes scan still applies; a digit outside ASCII needs the regex.
+        others = text.encode("utf-8", "surrogatepass").translate(None, _ASCII).decode(
+            "utf-8", "surrogatepass"
+        )
+        if _DIGIT_RUN.search(others) is not None:
+            return tuple([m.span() for m in _DIGIT_RUN.finditer(text)])
+        raw = text.encode("ascii", "replace")
+    classes = raw.translate(_DIGIT_CLASS)
     find = classes.find
     runs: list[tuple[int, int]] = []
     start = find(b"9")
@@ -184,8 +196,12 @@ def run_followed_by(text: str, after: re.Pattern[str], min_digits: int = 1) -> b
 def longest_cluster(text: str) -> int:
     """Digits in ``text``'s largest digit cluster (as :func:`digit_windows` finds them:
     six or more digits joined by at most three of ``" .-/()"``); 0 when it has none."""
-    if text.isascii() and sum([end - start for start, end in digit_runs(text)]) < MIN_CLUSTER:
-        return 0  # too few digits for any cluster, found without a regex scan
+    runs = digit_runs(text)  # found without a regex scan where the runs tell
+    if len(runs) < 2:  # one run is its own cluster (only separators join two runs)
+        n = runs[0][1] - runs[0][0] if runs else 0
+        return n if n >= MIN_CLUSTER else 0
+    if sum([end - start for start, end in runs]) < MIN_CLUSTER:
+        return 0  # too few digits for any cluster
     return max((n for _, _, n in _clusters(text)), default=0)
 
 

@@ -204,6 +204,16 @@ class Redactor:
             for mine in ([r for r in ranks if gate_of[r] == g] for g in range(len(self._gates)))
         )
         self._count_digits = any(needs)
+        # What detect() walks for each text: the gates with the least digits any of their
+        # detectors needs, and those detectors' ranks when none needs any (the usual case:
+        # no per-detector digit test left to make).
+        self._gate_plan: tuple[tuple[Callable[[str], object], int, tuple[int, ...] | None,
+                                     tuple[tuple[int, int], ...]], ...] = tuple(
+            (gate, least, tuple(r for _, r in mine) if all(n == 0 for n, _ in mine) else None, mine)
+            for gate, (least, mine) in zip(self._gates, self._by_gate, strict=True)
+        )
+        #: fewer digits in a cluster than this: no detector of _by_needs can run
+        self._least_needs = self._by_needs[0][0] if self._by_needs else 1 << 62
 
     @property
     def reversible(self) -> bool:
@@ -218,7 +228,9 @@ class Redactor:
         Overlaps are resolved longest-first (an IBAN beats the card-like digits inside it),
         then by detector order.
         """
-        text = _check(text)
+        return self._detect(_check(text))
+
+    def _detect(self, text: str) -> list[Finding]:
         # Placeholders are masked with NUL, which no built-in pattern can match or cross, so
         # the text around them is scanned as if they were ends of the text; a finding that
         # still overlaps one (a user pattern matching NUL) is dropped.
@@ -233,21 +245,47 @@ class Redactor:
                 pos = end
             parts.append(text[pos:])
             masked = "".join(parts)
-        held_starts = [s for s, _ in held] if held else held
         # the detectors that may find something here: each skipped one declared it cannot
         # (Detector.needs_digits: more digits in one cluster than the text has; Detector.gate)
         longest = longest_cluster(masked) if self._count_digits else 0
-        run = list(self._always)
-        for needs, rank in self._by_needs:
-            if needs > longest:
-                break
-            run.append(rank)
-        for gate, (least, mine) in zip(self._gates, self._by_gate, strict=True):
+        run = self._by_digits(longest)
+        for gate, least, ranks, mine in self._gate_plan:
             if least <= longest and gate(masked):
-                run.extend(rank for needs, rank in mine if needs <= longest)
+                self._gated(run, ranks, mine, longest)
         if not run:
             return []  # most text: no detector can find anything
+        return self._resolve(text, masked, held, run)
+
+    def _by_digits(self, longest: int) -> list[int]:
+        """The ranks of the detectors without a gate that may find something in a text
+        whose largest digit cluster holds ``longest`` digits."""
+        run = list(self._always)
+        if longest >= self._least_needs:
+            for needs, rank in self._by_needs:
+                if needs > longest:
+                    break
+                run.append(rank)
+        return run
+
+    @staticmethod
+    def _gated(
+        run: list[int],
+        ranks: tuple[int, ...] | None,
+        mine: tuple[tuple[int, int], ...],
+        longest: int,
+    ) -> None:
+        """A gate said yes: add its detectors that pass their digit test to ``run``."""
+        if ranks is not None:
+            run.extend(ranks)
+        else:
+            run.extend(rank for needs, rank in mine if needs <= longest)
+
+    def _resolve(
+        self, text: str, masked: str, held: list[tuple[int, int]], run: list[int]
+    ) -> list[Finding]:
+        """Run the detectors ``run`` on ``masked`` and resolve their overlaps."""
         run.sort()
+        held_starts = [s for s, _ in held] if held else held
         found: list[tuple[int, int, Finding]] = []
         finds = self._finds
         for rank in run:
@@ -285,7 +323,7 @@ class Redactor:
             raise ValidationError(f"scope must be a string or None, got {scope!r:.80}")
         # detection does not depend on the scope: most text has nothing to replace and
         # leaves without touching the scope table (no lock, no vault read)
-        findings: list[Finding] | None = None if "<" in text else self.detect(text)
+        findings: list[Finding] | None = None if "<" in text else self._detect(text)
         if findings == []:
             return text
         with self._lock:
@@ -295,7 +333,7 @@ class Redactor:
             new: dict[str, str] = {}
             while True:
                 if findings is None:
-                    findings = self.detect(text)
+                    findings = self._detect(text)
                 if not findings:
                     break
                 out: list[str] = []

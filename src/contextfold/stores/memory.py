@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from ..errors import ConfigError, ConflictError
-from ..messages import StoredMessage
+from ..messages import StoredMessage, make_stored
 from ..policy import SessionStats
 from .base import (
     AppendResult,
@@ -107,7 +107,7 @@ class MemoryStore:
         if sess is None:
             sess = self._sessions[session_id] = _Session(stats=stats)
         for seq, item in plan.fresh:
-            stored = StoredMessage(seq, item.message, item.tokens)
+            stored = make_stored(seq, item.message, item.tokens, False)
             sess.messages[seq] = stored
             sess.live.append(stored)
             if item.message.id is not None:

@@ -30,16 +30,21 @@ _ID_CARD_CUE = re.compile(r"(?i)(?:ausweis|perso\b|id-karte|idkarte)")
 
 
 # Case-sensitive literals: a cheap test before the case-insensitive cue search.
+_ID_CARD_HINTS = ("usweis", "USWEIS", "erso", "ERSO", "ID-Karte", "IDKarte", "Idkarte")
+
+
 @lru_cache(maxsize=4)  # both Ausweis detectors ask about the same text
 def _id_card_hint(text: str) -> bool:
+    """Whether one of :data:`_ID_CARD_HINTS` occurs. Asked of every text, so the
+    upper-case ones are looked for only after a one-character test for a capital they
+    hold (a single character is found by a memchr scan; each longer literal costs a
+    scan of its own)."""
     return (
         "usweis" in text
-        or "USWEIS" in text
         or "erso" in text
-        or "ERSO" in text
-        or "ID-Karte" in text
-        or "IDKarte" in text
         or "Idkarte" in text
+        or ("S" in text and ("USWEIS" in text or "ERSO" in text))
+        or ("K" in text and ("ID-Karte" in text or "IDKarte" in text))
     )
 
 
