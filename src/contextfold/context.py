@@ -15,7 +15,7 @@ The view is incremental (:class:`LiveView`): it keeps, per session, running toke
 the safe cuts and the stand-ins made so far, and on each call takes in only the messages
 appended since the last one, so a call costs the same with 100 live messages or 10,000
 (plus the C-level copy of the message list it returns). After a fold it re-bases its sums
-(:func:`~contextfold.view_cache.drop_folded`), or with masking rebuilds once.
+and the shown forms settled so far (:func:`~contextfold.view_cache.drop_folded`).
 
 When earlier turns were folded or left out and the verbatim part would open with an
 assistant turn, a one-line user turn (:data:`BRIDGE_TEXT`) is put before it: Anthropic

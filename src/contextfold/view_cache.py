@@ -57,7 +57,7 @@ class ViewCache:
         hit = self._get(session_id)
         assert hit is not None
         with hit[0]:
-            if self.masking is None and live:
+            if live:
                 drop_folded(hit[1], live)
             hit[1].sync(live)
             return hit[1].build(**options)
@@ -129,8 +129,9 @@ def drop_folded(view: LiveView, live: Sequence[StoredMessage]) -> None:
     may follow), drop the folded ones from ``view`` by re-basing its running sums — list
     work at C speed — so that :meth:`LiveView.sync` only takes in the new ones instead of
     every live message again. Leaves the view as a rebuild from ``live[:n - k]`` would
-    (the property tests compare the two). Without masking only: its stand-ins and tool
-    lists are left to the general rebuild. Anything else: nothing changes here."""
+    (the property tests compare the two). With masking, the shown forms settled so far are
+    re-based too (a shown form depends only on its own message and call, never on its
+    index). Anything else: nothing changes here."""
     items = view.items
     n = len(items)
     k = live[0].seq - items[0].seq if n else 0
@@ -154,6 +155,15 @@ def drop_folded(view: LiveView, live: Sequence[StoredMessage]) -> None:
     view._calls = {c.id: c for m in view._orig for c in m.tool_calls}
     view._call_for = {i - k: c for i, c in view._call_for.items() if i >= k}
     view._last_tool = view._last_tool - k if view._last_tool >= k else -1
+    view._tools = [t - k for t in view._tools[bisect_left(view._tools, k):]]
+    if len(view._shown) > k:
+        del view._shown[:k]
+        base = view._view[k]
+        view._view = [t - base for t in view._view[k:]]
+        base = view._nmask[k]
+        view._nmask = [c - base for c in view._nmask[k:]]
+    else:
+        view._shown, view._view, view._nmask = [], [0], [0]
     first = live[0].seq
     view._forms = {seq: f for seq, f in view._forms.items() if seq >= first}
     view._notes = {seq: note for seq, note in view._notes.items() if seq >= first}
