@@ -5,7 +5,7 @@ oldest masked results (shown tokens after them over the policy's limit) are neve
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from hypothesis import given, settings
@@ -21,7 +21,7 @@ from contextfold.view_cache import ViewCache
 from .test_agent_view import agent_transcripts
 
 COUNTER = get_counter("o200k")
-NOW = datetime(2025, 1, 1, tzinfo=UTC)
+NOW = datetime(2025, 1, 1, tzinfo=timezone.utc)
 
 
 def stored(messages: list[Message]) -> list[StoredMessage]:
