@@ -332,34 +332,35 @@ def replay(system: System, conversations: list[list[dict[str, Any]]], budget: in
 # -- per-turn cost ------------------------------------------------------------------------------
 
 
-_STAND_IN_CPU = [0.0]  # CPU seconds spent making stand-ins (LiveView._settle), all runs
+_STAND_IN_CPU = [0.0]  # CPU seconds spent making stand-ins (LiveView._form), all runs
 
 
-def _timed_settle() -> None:
+def _timed_forms() -> None:
     """Count the CPU time the view spends making stand-ins (masking's own work; a share
     that the load on a shared machine does not blur the way it blurs two totals)."""
     from contextfold.context import LiveView
 
-    settle = LiveView._settle
-    if getattr(settle, "_timed", False):
+    form = LiveView._form
+    if getattr(form, "_timed", False):
         return
 
-    def timed(self: LiveView, i: int) -> None:
+    def timed(self: LiveView, i: int) -> Any:
         started = time.process_time()
-        settle(self, i)
+        shown = form(self, i)
         _STAND_IN_CPU[0] += time.process_time() - started
+        return shown
 
     timed._timed = True  # type: ignore[attr-defined]
-    timed._untimed = settle  # type: ignore[attr-defined]
-    LiveView._settle = timed  # type: ignore[method-assign]
+    timed._untimed = form  # type: ignore[attr-defined]
+    LiveView._form = timed  # type: ignore[method-assign]
 
 
-def _untimed_settle() -> None:
+def _untimed_forms() -> None:
     from contextfold.context import LiveView
 
-    untimed = getattr(LiveView._settle, "_untimed", None)
+    untimed = getattr(LiveView._form, "_untimed", None)
     if untimed is not None:
-        LiveView._settle = untimed  # type: ignore[method-assign]
+        LiveView._form = untimed  # type: ignore[method-assign]
 
 
 def per_turn_cost(messages: list[Message], budget: int, masking: Masking | None,
@@ -369,9 +370,9 @@ def per_turn_cost(messages: list[Message], budget: int, masking: Masking | None,
     stand-ins; the summarizer is a fake answering a fixed ~200-token text at once, so its
     time is not what is measured."""
     if stand_ins:
-        _timed_settle()
+        _timed_forms()
     else:
-        _untimed_settle()
+        _untimed_forms()
     fake = FunctionSummarizer(lambda request: "earlier work summarized " * 50, name="fake")
     with Memory(store(), policy=TokenBudget(budget), masking=masking, summarizer=fake,
                 tokenizer=COUNTER, redactor=False) as memory:

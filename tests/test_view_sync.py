@@ -3,15 +3,21 @@ view a fresh rebuild from the live messages gives: same contexts for every budge
 
 from __future__ import annotations
 
+import json
+from contextlib import suppress
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextfold.context import LiveView, build_context
+from contextfold.errors import ValidationError
+from contextfold.masking import Masking
 from contextfold.messages import Message, StoredMessage
+from contextfold.policy import SessionStats
 from contextfold.tokens import count_message, get_counter
-from contextfold.view_cache import ViewCache
+from contextfold.view_cache import ViewCache, shown_sizes
 
 from .strategies import transcripts
 
@@ -22,24 +28,40 @@ def stored(messages: list[Message], first: int = 1) -> list[StoredMessage]:
     return [StoredMessage(first + i, m, count_message(COUNTER, m)) for i, m in enumerate(messages)]
 
 
+_MASKINGS = st.none() | st.builds(
+    Masking, keep=st.integers(0, 3), keep_call_args=st.booleans(),
+    trigger_tokens=st.none() | st.integers(0, 300), fact_chars=st.sampled_from([40, 320]),
+)
+
+
 @settings(max_examples=200, deadline=None)
-@given(transcripts(max_turns=30), st.data())
+@given(transcripts(max_turns=30), _MASKINGS, st.data())
 def test_a_view_after_a_fold_builds_what_a_rebuild_builds(
-    messages: list[Message], data: Any
+    messages: list[Message], masking: Masking | None, data: Any
 ) -> None:
+    if masking is not None and data.draw(st.booleans()):  # results large enough to mask
+        messages = [replace(m, content=json.dumps({"id": f"R-{i}", "rows": ["v"] * 80}))
+                    if m.role == "tool" else m for i, m in enumerate(messages)]
     live = stored(messages)
     seen = data.draw(st.integers(1, len(live)))  # the view was built on live[:seen]
-    cache = ViewCache(COUNTER, None)
-    cache.build("s", live[:seen], summary_text=None)
+    cache = ViewCache(COUNTER, masking)
+    # with masking, the view shown before the fold made stand-ins (settled) up to here
+    with suppress(ValidationError):  # a newest call too large to show: settled all the same
+        cache.build("s", live[:seen], summary_text=None, budget=data.draw(st.sampled_from(
+            [None, 60, 200, 1000])) if masking is not None else None)
     view = cache._get("s")
     assert view is not None
-    k = data.draw(st.sampled_from(view[1]._cuts) | st.integers(0, seen))  # folded: live[:k]
+    # folded: live[:k]. A fold cuts where no call is open; with masking only there (a
+    # stand-in made while its call was live names the call's tool, a rebuild without the
+    # call cannot: the engine never folds a call and keeps its result)
+    cuts = st.sampled_from(view[1]._cuts)
+    k = data.draw(cuts if masking is not None else cuts | st.integers(0, seen))
     after_fold = live[k:]  # what the store returns next: maybe with new messages
     summary = data.draw(st.none() | st.just("earlier turns, summarised"))
     for budget in (None, 60, 200, 1000):
         try:
             want: object = build_context(counter=COUNTER, live=after_fold, summary_text=summary,
-                                         budget=budget)
+                                         budget=budget, masking=masking)
         except Exception as exc:  # the same error either way
             want = type(exc)
         try:
@@ -47,13 +69,37 @@ def test_a_view_after_a_fold_builds_what_a_rebuild_builds(
         except Exception as exc:
             got = type(exc)
         assert got == want
-    fresh = LiveView(COUNTER)
+    if after_fold:  # the fold check sees the masked size a rebuild would give
+        want_tokens = sum(m.tokens for m in after_fold) if masking is None else _masked(
+            after_fold, masking)
+        assert cache.masked_stats("s", _stats(after_fold)).live_tokens == want_tokens
+    fresh = LiveView(COUNTER, masking)
     fresh.sync(after_fold)
     mine = view[1]
     for name in ("_full", "_cuts", "_user_cuts", "_group", "_calls", "_call_for", "_last_tool",
-                 "_open", "_orig"):
+                 "_open", "_orig", "_tools"):
         assert getattr(mine, name) == getattr(fresh, name), name
     assert mine.items == fresh.items
+    assert cache.masked_plan_input("s", _stats(after_fold), after_fold)[1] == (
+        ViewCache(COUNTER, masking).masked_plan_input("s", _stats(after_fold), after_fold)[1])
+    n = len(mine._shown)  # the forms settled before the fold, re-based: as a rebuild makes them
+    fresh._boundary()
+    while len(fresh._shown) < n:
+        fresh._settle(len(fresh._shown))
+    assert mine._shown == fresh._shown[:n]
+    assert mine._view == fresh._view[: n + 1] and mine._nmask == fresh._nmask[: n + 1]
+
+
+def _stats(live: list[StoredMessage]) -> SessionStats:
+    return SessionStats(session_id="s", last_seq=live[-1].seq if live else 0,
+                        through_seq=live[0].seq - 1 if live else 0,
+                        live_tokens=sum(m.tokens for m in live), live_count=len(live))
+
+
+def _masked(live: list[StoredMessage], masking: Masking) -> int:
+    fresh = LiveView(COUNTER, masking)
+    fresh.sync(live)
+    return shown_sizes(fresh, None)[3]
 
 
 def test_the_fast_context_constructor_makes_what_the_dataclass_makes() -> None:

@@ -15,7 +15,7 @@ The view is incremental (:class:`LiveView`): it keeps, per session, running toke
 the safe cuts and the stand-ins made so far, and on each call takes in only the messages
 appended since the last one, so a call costs the same with 100 live messages or 10,000
 (plus the C-level copy of the message list it returns). After a fold it re-bases its sums
-(:func:`~contextfold.view_cache.drop_folded`), or with masking rebuilds once.
+and the shown forms settled so far (:func:`~contextfold.view_cache.drop_folded`).
 
 When earlier turns were folded or left out and the verbatim part would open with an
 assistant turn, a one-line user turn (:data:`BRIDGE_TEXT`) is put before it: Anthropic
@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from .elision import elide
@@ -253,55 +253,52 @@ class LiveView:
     # -- masking ---------------------------------------------------------------------------
 
     def _boundary(self, over_budget: bool = True) -> int:
-        """Items before this index are shown in their masked form. Masking starts when the
-        live messages exceed ``trigger_tokens``, or by default when the context would not
-        fit its budget whole (``over_budget``)."""
-        m = self.masking
-        if m is None:
-            return 0
-        if m.trigger_tokens is None and not over_budget:
-            return 0
-        if m.trigger_tokens is not None and self._full[-1] <= m.trigger_tokens:
-            return 0
-        if m.keep == 0:
-            b = self._cuts[-1]
-        elif len(self._tools) > m.keep:
-            b = self._group[self._tools[-m.keep]]
-        else:
-            return 0
+        """Items before this index are shown in their masked form (settled up to it)."""
+        b = self._mask_end(over_budget)
         while len(self._shown) < b:
             self._settle(len(self._shown))
         return b
 
-    def _settle(self, i: int) -> None:
-        item = self.items[i]
-        msg = item.message
-        shown, tokens = msg, item.tokens
+    def _mask_end(self, over_budget: bool = True) -> int:
+        """:meth:`_boundary` without settling. Masking starts when the live messages exceed
+        ``trigger_tokens``, or by default when the context would not fit its budget whole
+        (``over_budget``)."""
         m = self.masking
-        assert m is not None
-        if msg.role == "tool" or (msg.tool_calls and not m.keep_call_args):
-            cached = self._forms.get(item.seq)
-            if cached is not None and (cached[0] is msg or cached[0] == msg):
-                shown, tokens = cached[1], cached[2]
-            else:
-                if msg.role == "tool":
-                    shown, tokens = masked_result(
-                        self.counter, item, self._call_for.get(i), m, lambda: self._facts(i))
-                else:
-                    shown = mask_call(msg, m)
-                    if shown is not msg:
-                        tokens = count_message(self.counter, shown)
-                self._forms[item.seq] = (msg, shown, tokens)
+        if m is None or (m.trigger_tokens is None and not over_budget):
+            return 0
+        if m.trigger_tokens is not None and self._full[-1] <= m.trigger_tokens:
+            return 0
+        if m.keep == 0:
+            return self._cuts[-1]
+        return self._group[self._tools[-m.keep]] if len(self._tools) > m.keep else 0
+
+    def _settle(self, i: int) -> None:
+        shown, tokens = self._form(i)
+        msg = self.items[i].message
         self._shown.append(shown)
         self._view.append(self._view[-1] + tokens)
         self._nmask.append(self._nmask[-1] + (shown is not msg and msg.role == "tool"))
 
-    @property
-    def masked_tokens(self) -> int:
-        """Tokens the live messages cost as shown with masking (before any trimming): what
-        a policy should compare with the budget when masking is on."""
-        b = self._boundary()
-        return self._view[b] + self._full[-1] - self._full[b]
+    def _form(self, i: int) -> tuple[Message, int]:
+        """Item ``i`` as shown when masked, and its tokens (made once per message)."""
+        item = self.items[i]
+        msg = item.message
+        m = self.masking
+        assert m is not None
+        if not (msg.role == "tool" or (msg.tool_calls and not m.keep_call_args)):
+            return msg, item.tokens
+        cached = self._forms.get(item.seq)
+        if cached is not None and (cached[0] is msg or cached[0] == msg):
+            return cached[1], cached[2]
+        if msg.role == "tool":
+            shown, tokens = masked_result(
+                self.counter, item, self._call_for.get(i), m, lambda: self._facts(i))
+        else:
+            shown, tokens = mask_call(msg, m), item.tokens
+            if shown is not msg:
+                tokens = count_message(self.counter, shown)
+        self._forms[item.seq] = (msg, shown, tokens)
+        return shown, tokens
 
     def _sum(self, a: int, b: int) -> int:
         n = len(self.items)
@@ -587,14 +584,3 @@ class LiveView:
             notes=lambda i, chars: self._note(a + i, chars),
             cache=self._cut_texts,
         )
-
-    def masked_live(self) -> list[StoredMessage]:
-        """The live messages with the token counts they cost as shown (stand-ins for masked
-        results): what a fold policy plans with when masking is on. O(live); for folds."""
-        b = self._boundary()
-        out = list(self.items)
-        for i in range(b):
-            tokens = self._view[i + 1] - self._view[i]
-            if tokens != out[i].tokens:
-                out[i] = replace(out[i], tokens=tokens)
-        return out

@@ -335,7 +335,16 @@ class AsyncMemory:
         if self.masking is None:
             return True
         # with masking, the policy sees the live messages at the size they are shown
-        return self.policy.triggered(self._views.masked_stats(stats.session_id, stats), now)
+        shown = self._views.masked_stats(stats.session_id, stats, self._live_limit(stats))
+        return self.policy.triggered(shown, now)
+
+    def _live_limit(self, stats: SessionStats) -> int | None:
+        """With a ``TokenBudget``: the live tokens above which it fires (the fold check with
+        masking makes no stand-in for messages older than that many shown tokens, which any
+        fold takes); None for other policies."""
+        if not isinstance(self.policy, TokenBudget):
+            return None
+        return self.policy.max_tokens - (stats.context_tokens - stats.live_tokens)
 
     def due_at(self, stats: SessionStats) -> datetime | None:
         """When the policy next wants to fold this session: now if it fires, else its
@@ -410,7 +419,8 @@ class AsyncMemory:
         )
         live: Sequence[StoredMessage] = snap.live
         if not force:  # with masking: fold only when masking is not enough
-            stats, live = self._views.masked_plan_input(sid, stats, live)
+            stats, live = self._views.masked_plan_input(sid, stats, live,
+                                                        self._live_limit(stats))
         now = self.clock()
         if not force and not self.policy.triggered(stats, now):
             return None

@@ -18,7 +18,7 @@ from .messages import StoredMessage
 from .policy import FoldPlan, SessionStats, evolve
 from .tokens import TokenCounter
 
-__all__ = ["ViewCache", "drop_folded"]
+__all__ = ["ViewCache", "drop_folded", "shown_sizes"]
 
 
 class ViewCache:
@@ -57,7 +57,7 @@ class ViewCache:
         hit = self._get(session_id)
         assert hit is not None
         with hit[0]:
-            if self.masking is None and live:
+            if live:
                 drop_folded(hit[1], live)
             hit[1].sync(live)
             return hit[1].build(**options)
@@ -74,9 +74,11 @@ class ViewCache:
                 for item in appended:
                     view._push(item)
 
-    def masked_stats(self, session_id: str, stats: SessionStats) -> SessionStats:
-        """``stats`` with ``live_tokens`` as the live messages cost shown with masking, when
-        this process's view of the session is current; else ``stats`` unchanged."""
+    def masked_stats(self, session_id: str, stats: SessionStats, limit: int | None = None
+                     ) -> SessionStats:
+        """``stats`` with ``live_tokens`` as the live messages cost shown with masking (see
+        :func:`shown_sizes` for ``limit``), when this process's view of the session is
+        current; else ``stats`` unchanged."""
         if self.masking is None:
             return stats
         hit = self._get(session_id, create=False)
@@ -91,7 +93,7 @@ class ViewCache:
                 or view._full[-1] != stats.live_tokens
             ):
                 return stats
-            return evolve(stats, live_tokens=view.masked_tokens)
+            return evolve(stats, live_tokens=shown_sizes(view, limit)[3])
 
     def keep_newest_result(self, session_id: str, plan: FoldPlan | None) -> FoldPlan | None:
         """With masking on (agent mode), ``plan`` cut back so that the newest tool result's
@@ -111,9 +113,11 @@ class ViewCache:
         return replace(plan, hi=first_kept - 1) if first_kept - 1 >= plan.lo else None
 
     def masked_plan_input(
-        self, session_id: str, stats: SessionStats, live: Sequence[StoredMessage]
+        self, session_id: str, stats: SessionStats, live: Sequence[StoredMessage],
+        limit: int | None = None,
     ) -> tuple[SessionStats, Sequence[StoredMessage]]:
-        """(stats, live) as a policy should see them with masking on: sizes as shown."""
+        """(stats, live) as a policy should see them with masking on: sizes as shown (see
+        :func:`shown_sizes` for ``limit``)."""
         if self.masking is None or not live:
             return stats, live
         hit = self._get(session_id)
@@ -121,7 +125,43 @@ class ViewCache:
         with hit[0]:
             view = hit[1]
             view.sync(live)
-            return evolve(stats, live_tokens=view.masked_tokens), view.masked_live()
+            b, lo, hi, tokens = shown_sizes(view, limit)
+            out = list(view.items)
+            for i in range(b):
+                if lo <= i < hi:
+                    continue  # stand-in not made: at its stored size
+                size = view._view[i + 1] - view._view[i] if i < len(view._shown) else (
+                    view._form(i)[1])
+                if size != out[i].tokens:
+                    out[i] = replace(out[i], tokens=size)
+            return evolve(stats, live_tokens=tokens), out
+
+
+def shown_sizes(view: LiveView, limit: int | None) -> tuple[int, int, int, int]:
+    """How a fold check sees the live messages with masking on: (b, lo, hi, tokens). Items
+    before ``b`` are masked; items ``lo..hi-1`` among them are counted at their stored size
+    (their stand-ins not made), every other item as shown; ``tokens`` is the total.
+
+    Stand-ins (the costly part of masking: key facts, counted) are made from the newest
+    masked item back only until the messages shown after it cost more than ``limit``, the
+    live tokens above which the policy fires: any fold then takes every older message, and
+    the stand-ins of messages about to be folded are never shown. The total then exceeds
+    ``limit`` as the all-shown total does, so the policy fires alike; ``TokenBudget``
+    keeps at most ``limit`` live tokens, so it plans the same cut (only its amortisation
+    rule, which sums what the summarizer reads, sees those messages at their stored size,
+    which is what the summarizer reads). ``limit`` None: every item as shown."""
+    b = view._mask_end()
+    lo = len(view._shown)
+    if limit is not None and lo < b:
+        shown = view._full[-1] - view._full[b]
+        i = b
+        while i > lo and shown <= limit:
+            i -= 1
+            shown += view._form(i)[1]
+        if i > lo:  # stopped early: the shown messages after i cost more than limit
+            return b, lo, i, view._view[lo] + view._full[i] - view._full[lo] + shown
+    b = view._boundary()
+    return b, 0, 0, view._view[b] + view._full[-1] - view._full[b]
 
 
 def drop_folded(view: LiveView, live: Sequence[StoredMessage]) -> None:
@@ -129,8 +169,9 @@ def drop_folded(view: LiveView, live: Sequence[StoredMessage]) -> None:
     may follow), drop the folded ones from ``view`` by re-basing its running sums — list
     work at C speed — so that :meth:`LiveView.sync` only takes in the new ones instead of
     every live message again. Leaves the view as a rebuild from ``live[:n - k]`` would
-    (the property tests compare the two). Without masking only: its stand-ins and tool
-    lists are left to the general rebuild. Anything else: nothing changes here."""
+    (the property tests compare the two). With masking, the shown forms settled so far are
+    re-based too (a shown form depends only on its own message and call, never on its
+    index). Anything else: nothing changes here."""
     items = view.items
     n = len(items)
     k = live[0].seq - items[0].seq if n else 0
@@ -154,6 +195,15 @@ def drop_folded(view: LiveView, live: Sequence[StoredMessage]) -> None:
     view._calls = {c.id: c for m in view._orig for c in m.tool_calls}
     view._call_for = {i - k: c for i, c in view._call_for.items() if i >= k}
     view._last_tool = view._last_tool - k if view._last_tool >= k else -1
+    view._tools = [t - k for t in view._tools[bisect_left(view._tools, k):]]
+    if len(view._shown) > k:
+        del view._shown[:k]
+        base = view._view[k]
+        view._view = [t - base for t in view._view[k:]]
+        base = view._nmask[k]
+        view._nmask = [c - base for c in view._nmask[k:]]
+    else:
+        view._shown, view._view, view._nmask = [], [0], [0]
     first = live[0].seq
     view._forms = {seq: f for seq, f in view._forms.items() if seq >= first}
     view._notes = {seq: note for seq, note in view._notes.items() if seq >= first}
