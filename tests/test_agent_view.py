@@ -373,3 +373,33 @@ def test_view_rebuilds_after_a_fold_and_reuses_stand_ins() -> None:
     for m in after.messages:
         if m.role == "tool":
             assert shared[m.tool_call_id] == m.text
+
+
+def test_a_result_cut_in_full_and_later_as_its_stand_in_is_cut_anew() -> None:
+    """A result elided while it is shown whole, then masked (its stand-in elided in turn):
+    the view cut the stand-in's place with the old cut of the whole result (the cut-text
+    cache did not know the form had changed), so the incremental view differed from a fresh
+    one. Found by hypothesis (test above) on a saved example."""
+    rows = json.dumps({"id": "X6", "status": "failed", "rows": ["v"] * 20})
+    msgs = stored([
+        Message(role="user", content="goal: fix the build"),
+        Message(role="assistant", tool_calls=(call("c1", "grep"),)),
+        Message(role="tool", tool_call_id="c1", content=log(1)),
+        Message(role="user", content="ok"),
+        Message(role="assistant", tool_calls=(call("c4", "grep"), call("c5", "grep"),
+                                              call("c6", "grep"))),
+        Message(role="tool", tool_call_id="c4", content=log(900)),
+        Message(role="tool", tool_call_id="c5", content=rows),
+        Message(role="tool", tool_call_id="c6",
+                content=json.dumps({"id": "X6", "status": "failed", "rows": ["v"]})),
+        Message(role="user", content="ok"),
+    ])
+    masking, summary = Masking(keep=0), "they fixed the build; id R-2031"
+    view = LiveView(COUNTER, masking)
+    for n in range(1, len(msgs) + 1):
+        view.sync(msgs[:n])
+        ctx = view.build(summary_text=summary, budget=270, system="s")
+        check(ctx)
+        fresh = build_context(counter=COUNTER, live=msgs[:n], summary_text=summary,
+                              budget=270, system="s", masking=masking)
+        assert ctx == fresh, n

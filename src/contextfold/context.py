@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .elision import elide
+from .elision import CutKey, elide
 from .errors import ConfigError, ValidationError
 from .masking import Masking, mask_call, masked_result
 from .messages import Message, StoredMessage, ToolCall
@@ -184,7 +184,7 @@ class LiveView:
         #: seq -> (source, its values): for stand-ins and elision markers
         self._notes: dict[int, tuple[Message, ValueFacts]] = {}
         self._note_texts: dict[tuple[int, int], tuple[Message, str]] = {}
-        self._cut_texts: dict[tuple[int, int, int], tuple[str, int]] = {}  # cut texts, by share
+        self._cut_texts: dict[CutKey, tuple[str, int]] = {}  # cut texts, by share
         self._system: tuple[str, Message, int] | None = None
         self._reset()
 

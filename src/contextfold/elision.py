@@ -19,7 +19,10 @@ from dataclasses import dataclass
 from .messages import Message, ToolCall
 from .tokens import TokenCounter, count_message
 
-__all__ = ["ELISION_MARK", "elide"]
+__all__ = ["ELISION_MARK", "CutKey", "elide"]
+
+#: A cut text's cache key: (seq, unit, share, the text cut).
+CutKey = tuple[int, int, int, str]
 
 #: The marker put where text was left out (``{tokens}`` and ``{seq}`` filled in).
 ELISION_MARK = (
@@ -147,14 +150,15 @@ def elide(
     tokens: Sequence[int],
     room: int,
     notes: Callable[[int, int], str] | None = None,
-    cache: dict[tuple[int, int, int], tuple[str, int]] | None = None,
+    cache: dict[CutKey, tuple[str, int]] | None = None,
 ) -> tuple[list[Message], list[int], int] | None:
     """``messages`` (stored as ``seqs``, costing ``tokens``) cut to fit ``room`` tokens in
     total, or None when even the framing and markers do not fit. Returns the messages,
     the indices of those that were cut, and their total tokens. ``notes(i, chars)`` may
     give a line of key facts for message ``i``'s marker (what the cut-out middle held)
     within ``chars`` characters, tried at :data:`NOTE_CHARS` from the most room down;
-    ``cache`` keeps cut texts and their token counts by (seq, unit, share) between calls.
+    ``cache`` keeps cut texts and their token counts by (seq, unit, share, text) between
+    calls (the text too: a message's shown form changes when it is masked).
     Arguments of a cut call become a JSON object ``{"elided_by_contextfold": "head …
     tail"}`` (still valid JSON)."""
     total = sum(tokens)
@@ -198,7 +202,7 @@ def _elide(
     room: int,
     units: list[_Unit],
     unit_notes: list[str] | None,
-    cache: dict[tuple[int, int, int], tuple[str, int]] | None,
+    cache: dict[CutKey, tuple[str, int]] | None,
 ) -> tuple[list[Message], list[int], int] | None:
     total = sum(tokens)
     fixed = total - sum(u.tokens for u in units)
@@ -220,8 +224,10 @@ def _elide(
                 continue
             is_args = u.call >= 0
             seq = seqs[u.index]
-            # the cut depends on the unit, its share and its marker's notes (by their size)
-            key = (seq, u.call if u.call >= 0 else -2 - len(note), cap)
+            # the cut depends on the unit, its share, its marker's notes (by their size) and
+            # the text cut: a result elided in full and later as its stand-in is cut anew
+            # (the text is the message's own string, its hash computed once)
+            key = (seq, u.call if u.call >= 0 else -2 - len(note), cap, u.text)
             hit = cache.get(key) if cache is not None else None
             if hit is None:
                 counted = [0]
