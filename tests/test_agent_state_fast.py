@@ -96,28 +96,27 @@ def test_key_value_lines_and_words_are_identical(lines: list[str], width: int) -
     _same(text, fast.SCAN_CHARS)
 
 
-@cache
-def _traces() -> ModuleType:
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "agent_traces.py"
-    spec = importlib.util.spec_from_file_location("agent_traces_for_tests", path)
+def _load(file: str, name: str) -> ModuleType:
+    """A module of ``benchmarks/`` (not a package) loaded under ``name``."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / file
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+@cache
+def _traces() -> ModuleType:
+    return _load("agent_traces.py", "agent_traces_for_tests")
 
 
 @cache
 def _traces2() -> ModuleType:
     """The second held-out set (``agent_traces_heldout2.py`` imports ``agent_traces``)."""
     sys.modules.setdefault("agent_traces", _traces())
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "agent_traces_heldout2.py"
-    spec = importlib.util.spec_from_file_location("agent_traces_heldout2_for_tests", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return _load("agent_traces_heldout2.py", "agent_traces_heldout2_for_tests")
 
 
 @pytest.mark.parametrize("kind", ["synthetic", "heldout", "heldout2"])
