@@ -326,7 +326,7 @@ def agent_transcripts(draw: Any) -> list[Message]:
     return out
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     msgs=agent_transcripts(),
     budget=st.sampled_from([300, 600, 1200, 4000]),
