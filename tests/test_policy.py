@@ -271,3 +271,13 @@ def test_evolved_stats_are_the_dataclass_built_anew(stats: SessionStats, n: int)
         assert evolve(stats, **{name: value}) == dataclasses.replace(stats, **{name: value})
     with pytest.raises(dataclasses.FrozenInstanceError):
         evolve(stats).last_seq = 1  # type: ignore[misc]
+
+
+@given(st.integers(200, 5000), st.integers(0, 6000), st.integers(0, 900), st.integers(0, 300))
+def test_a_token_budget_fires_exactly_above_its_live_limit(
+    budget: int, live: int, summary: int, reserved: int
+) -> None:
+    policy = TokenBudget(budget)
+    stats = SessionStats("s", live_tokens=live, summary_tokens=summary, reserved_tokens=reserved)
+    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    assert policy.triggered(stats, now) == (live > policy.live_limit(stats))

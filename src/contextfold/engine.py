@@ -344,7 +344,7 @@ class AsyncMemory:
         fold takes); None for other policies."""
         if not isinstance(self.policy, TokenBudget):
             return None
-        return self.policy.max_tokens - (stats.context_tokens - stats.live_tokens)
+        return self.policy.live_limit(stats)
 
     def due_at(self, stats: SessionStats) -> datetime | None:
         """When the policy next wants to fold this session: now if it fires, else its

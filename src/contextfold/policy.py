@@ -252,6 +252,11 @@ class TokenBudget:
     def triggered(self, stats: SessionStats, now: datetime) -> bool:
         return stats.context_tokens > self.max_tokens
 
+    def live_limit(self, stats: SessionStats) -> int:
+        """The live tokens above which :meth:`triggered` fires (the rest of the context,
+        reserved + summary + priming, held as it is)."""
+        return self.max_tokens - (stats.context_tokens - stats.live_tokens)
+
     def planned_summary(self, stats: SessionStats) -> int:
         """The summary size this fold plans with: the expected size, bounded by the cap."""
         assert self.summary_max_tokens is not None

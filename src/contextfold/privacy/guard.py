@@ -198,6 +198,8 @@ class PrivacyGuard:
         content = message.content
         if isinstance(content, str):
             new_content: str | tuple[Any, ...] = self.text(content, session_id)
+            if not message.tool_calls:  # a chat turn (every folded one): no walk to make
+                return message if new_content == content else replace(message, content=new_content)
         else:
             new_content = tuple(
                 replace(p, text=self.text(p.text, session_id)) if isinstance(p, TextPart) else p
@@ -212,16 +214,9 @@ class PrivacyGuard:
 
     def stored(self, item: StoredMessage, session_id: str, counter: TokenCounter) -> StoredMessage:
         """A redacted copy of a stored message, its token count redone."""
-        msg = item.message
-        if type(msg.content) is str and not msg.tool_calls:  # a chat turn: what message()
-            text = self.text(msg.content, session_id)  # does, without its general walk
-            if text == msg.content:
-                return item
-            redacted = replace(msg, content=text)
-        else:
-            redacted = self.message(msg, session_id)
-            if redacted is msg:
-                return item
+        redacted = self.message(item.message, session_id)
+        if redacted is item.message:
+            return item
         return replace(item, message=redacted, tokens=count_message(counter, redacted))
 
     def _arguments(self, call: ToolCall, session_id: str) -> str:

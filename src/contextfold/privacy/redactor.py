@@ -199,7 +199,7 @@ class Redactor:
         needs, gate_of = self._needs, self._gate_of
         self._always = tuple(r for r in ranks if gate_of[r] < 0 and not needs[r])
         self._by_needs = tuple(sorted((needs[r], r) for r in ranks if gate_of[r] < 0 and needs[r]))
-        self._by_gate = tuple(
+        by_gate = (
             (min(needs[r] for r in mine), tuple((needs[r], r) for r in mine))
             for mine in ([r for r in ranks if gate_of[r] == g] for g in range(len(self._gates)))
         )
@@ -210,7 +210,7 @@ class Redactor:
         self._gate_plan: tuple[tuple[Callable[[str], object], int, tuple[int, ...] | None,
                                      tuple[tuple[int, int], ...]], ...] = tuple(
             (gate, least, tuple(r for _, r in mine) if all(n == 0 for n, _ in mine) else None, mine)
-            for gate, (least, mine) in zip(self._gates, self._by_gate, strict=True)
+            for gate, (least, mine) in zip(self._gates, by_gate, strict=True)
         )
         #: fewer digits in a cluster than this: no detector of _by_needs can run
         self._least_needs = self._by_needs[0][0] if self._by_needs else 1 << 62

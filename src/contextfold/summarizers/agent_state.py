@@ -83,6 +83,7 @@ def _parse_json(text: str) -> tuple[bool, Any]:
     except ValueError:
         return False, None
 
+
 _ERR, _STA, _IDK, _AMT = 1, 2, 4, 8  # what a JSON key names (bits of _key_kind)
 _KEY_KINDS: dict[str, int] = {}  # key -> its bits: keys repeat across results and turns
 
