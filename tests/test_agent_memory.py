@@ -11,12 +11,22 @@ from pathlib import Path
 
 import pytest
 
-from contextfold import AsyncMemory, Idle, Masking, Memory, Message, TokenBudget, ToolCall
+from contextfold import (
+    AsyncMemory,
+    Idle,
+    Masking,
+    Memory,
+    Message,
+    MessageCount,
+    TokenBudget,
+    ToolCall,
+)
 from contextfold.masking import STAND_IN_PREFIX
 from contextfold.settings import AgentSettings
 from contextfold.stores.base import Store
 from contextfold.testing import FakeClock
 from contextfold.testing.provider_rules import check_provider_rules
+from contextfold.view_cache import STALE_RESULT_FACTOR
 
 from .test_fronts import KINDS, make_store
 
@@ -112,3 +122,47 @@ def test_an_idle_fold_takes_the_newest_tool_result_too_and_the_session_clears() 
         clock.advance(61)
         assert memory.fold("s").status == "cleared"
         assert memory.stats("s") is None
+
+
+def chat_after_one_call(turns: int) -> list[Message]:
+    """One tool call early on, then a long chat with no tool at all."""
+    msgs = [Message(role="user", content="Look up order ORD-123."),
+            Message(role="assistant", tool_calls=(
+                ToolCall("c1", "get_order", json.dumps({"id": "ORD-123"})),)),
+            Message(role="tool", tool_call_id="c1",
+                    content=json.dumps({"id": "ORD-123", "status": "shipped",
+                                        "log": "scan ok " * 300}))]
+    for i in range(turns):
+        msgs.append(Message(role="user", content=f"Question {i}: tell me about topic T-{i}, "
+                                                 "its history and a detail worth keeping."))
+        msgs.append(Message(role="assistant", content=f"Answer {i}: T-{i} has a long history "
+                                                      "with many details worth mentioning."))
+    return msgs
+
+
+@pytest.mark.parametrize("policy", [TokenBudget(600), MessageCount(12, fold=8)],
+                         ids=["token_budget", "message_count"])
+def test_a_tool_result_long_ago_does_not_stop_folding(policy: TokenBudget | MessageCount
+                                                     ) -> None:
+    """The newest tool result stays out of folds while the agent works; once the chat after
+    it has moved on (several user turns, more than the live limit), folds take it too —
+    kept forever it would stop every fold and the turns after it would pile up live, left
+    out of the view and never summarized."""
+    msgs = chat_after_one_call(250)
+    bound = (STALE_RESULT_FACTOR + 2) * 600  # the live limit is under the budget
+    with Memory("memory://", policy=policy, masking=Masking()) as memory:
+        visible_early = True
+        for i, m in enumerate(msgs):
+            memory.add("s", m)
+            ctx = memory.context("s", max_tokens=600)
+            assert ctx.tokens <= 600 and check_provider_rules(ctx) == []
+            if 2 <= i <= 6:  # right after the call: the result is visible
+                visible_early &= any(x.role == "tool" for x in ctx.messages)
+            stats = memory.stats("s")
+            assert stats is not None and stats.live_tokens <= bound, (
+                f"folding stopped: {stats.live_tokens} live tokens at message {i}")
+        assert visible_early
+        assert memory.usage("s").folds > 3
+        summary = memory.summary("s")
+        assert summary is not None and "T-1" in summary.text
+        assert len(memory.messages("s")) == len(msgs)  # every message is still stored

@@ -8,10 +8,11 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contextfold import Message, ToolCall
+from contextfold import Message, ToolCall, view_cache
 from contextfold.masking import Masking
 from contextfold.messages import StoredMessage
 from contextfold.policy import SessionStats, TokenBudget
@@ -126,9 +127,15 @@ class _Delegating:
         return self.policy.plan(stats, live, now)
 
 
-def test_an_agent_session_folds_and_shows_the_same_as_with_every_stand_in_made() -> None:
+def test_an_agent_session_folds_and_shows_the_same_as_with_every_stand_in_made(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from contextfold import Memory
     from contextfold.stores import MemoryStore
+
+    # when the newest result goes stale is measured in the token policy's live limit, and
+    # for other policies in what the plan folds: not what this test compares
+    monkeypatch.setattr(view_cache, "STALE_RESULT_FACTOR", 10**9)
 
     from .test_agent_view import agent_run
 
@@ -145,3 +152,30 @@ def test_an_agent_session_folds_and_shows_the_same_as_with_every_stand_in_made()
 
     for budget in (600, 1500):
         assert run(TokenBudget(budget)) == run(_Delegating(TokenBudget(budget)))
+
+
+def test_the_newest_result_stays_out_of_folds_until_the_chat_after_it_outgrows_the_limit(
+) -> None:
+    from contextfold.policy import FoldPlan
+
+    call = ToolCall("c1", "get_order", json.dumps({"id": "ORD-1"}))
+    head = [Message(role="user", content="Look up ORD-1."),
+            Message(role="assistant", tool_calls=(call,)),
+            Message(role="tool", tool_call_id="c1", content="status: shipped " * 50)]
+    chat = [Message(role="user" if i % 2 == 0 else "assistant", content=f"chat turn {i} " * 8)
+            for i in range(60)]
+    for n in range(2, 60, 2):
+        live = stored(head + chat[:n])
+        cache = ViewCache(COUNTER, Masking())
+        cache.build("s", live, summary_text=None)
+        after = sum(m.tokens for m in live[3:])
+        plan = FoldPlan(1, live[-3].seq, "test")
+        limit = 100
+        kept = cache.keep_newest_result("s", plan, limit)
+        if after <= view_cache.STALE_RESULT_FACTOR * limit:
+            # cut back to before the call (seq 2); a plan taking no more is left as it is
+            assert kept is not None and (kept.lo, kept.hi) == (1, 1)
+            assert cache.keep_newest_result("s", FoldPlan(2, live[-3].seq, "t"), limit) is None
+        else:
+            assert kept == plan  # the chat has moved on: the result folds like the rest
+    assert after > view_cache.STALE_RESULT_FACTOR * limit  # both branches ran

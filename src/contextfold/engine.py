@@ -430,7 +430,8 @@ class AsyncMemory:
             plan = FoldPlan(live[0].seq, live[cuts[-1] - 1].seq, "forced") if cuts[-1] else None
         else:
             plan = self.policy.plan(stats, live, now)
-            plan = self._views.keep_newest_result(sid, plan)  # masking on: the newest result stays
+            # masking on: the newest result stays, until the conversation has moved on
+            plan = self._views.keep_newest_result(sid, plan, self._live_limit(stats))
         return (snap, plan) if plan is not None else None
 
     async def _fold(
