@@ -159,7 +159,10 @@ async def _context(scoped: ScopedSession, request: ContextRequest) -> ContextRes
         budget=context.budget,
         trimmed=context.omitted > 0 or context.truncated,
         omitted=context.omitted,
+        omitted_seqs=context.omitted_seqs,
         truncated=context.truncated,
+        elided=list(context.elided),
+        masked=context.masked,
         bridged=context.bridged,
         summary=SummaryOut.of(summary),
     )
@@ -292,7 +295,7 @@ async def get_settings(scoped: Existing) -> SessionSettings:
 async def put_settings(body: SettingsPatch, scoped: Writable, state: State) -> SessionSettings:
     effective = state.config.defaults.overlay(body)
     state.memory(effective)  # builds the policy: ConfigError (422) if the numbers clash
-    patch = body.model_dump(exclude_none=True)
+    patch = body.stored()
     await state.catalog.put_settings(
         scoped.tenant.name, scoped.session_id, json.dumps(patch) if patch else None
     )
