@@ -185,7 +185,10 @@ class SettingsPatch(BaseModel):
 class SessionSettings(BaseModel):
     """Effective settings of a session (defaults filled in)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # every field is in every answer (a client's generated types need not guess)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, json_schema_serialization_defaults_required=True
+    )
 
     policy: Literal["token_budget", "message_count"] = "token_budget"
     budget: int = Field(default=4000, ge=64, le=2_000_000)
