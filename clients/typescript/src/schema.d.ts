@@ -287,7 +287,7 @@ export interface paths {
         };
         /** The session's effective settings */
         get: operations["get_settings"];
-        /** Set the session's policy and summarizer preset (unset fields: defaults) */
+        /** Set the session's policy, summarizer preset and masking (unset fields: defaults) */
         put: operations["put_settings"];
         post?: never;
         delete?: never;

@@ -290,7 +290,7 @@ async def get_settings(scoped: Existing) -> SessionSettings:
 @router.put(
     "/sessions/{session_id}/settings",
     response_model=SessionSettings,
-    summary="Set the session's policy and summarizer preset (unset fields: defaults)",
+    summary="Set the session's policy, summarizer preset and masking (unset fields: defaults)",
 )
 async def put_settings(body: SettingsPatch, scoped: Writable, state: State) -> SessionSettings:
     effective = state.config.defaults.overlay(body)
