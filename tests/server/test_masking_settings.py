@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from contextfold.errors import ConfigError
 from contextfold.masking import Masking
@@ -49,6 +51,41 @@ def test_left_out_masking_follows_the_preset_through_overlays() -> None:
     by_preset = SessionSettings.model_validate({"preset": "agent"})
     assert by_preset.masking == MaskingSettings()
     assert by_preset.overlay(patch(preset="conversation")).masking is None
+
+
+ABSENT = object()
+presets = st.sampled_from(["conversation", "agent", "character"])
+options = st.fixed_dictionaries({}, optional={
+    "keep": st.integers(0, 20), "trigger_tokens": st.none() | st.integers(0, 10_000),
+    "exclude_tools": st.lists(st.sampled_from(["a", "b", "get_user"]), max_size=3),
+    "keep_call_args": st.booleans(), "fact_chars": st.none() | st.integers(40, 2000)})
+
+
+@given(default_preset=presets, default_masking=st.just(ABSENT) | st.none() | options,
+       preset=st.just(ABSENT) | presets,
+       masking=st.just(ABSENT) | st.none() | st.booleans() | options)
+def test_masking_resolves_by_one_rule_and_survives_the_catalog(
+    default_preset: str, default_masking: object, preset: object, masking: object
+) -> None:
+    """The session's masking if it set one, else the defaults' if they set one, else on
+    exactly for the agent preset; the same after the patch is stored and read back."""
+    defaults_raw: dict[str, object] = {"preset": default_preset}
+    if default_masking is not ABSENT:
+        defaults_raw["masking"] = default_masking
+    raw = {k: v for k, v in {"preset": preset, "masking": masking}.items() if v is not ABSENT}
+    defaults = SessionSettings.model_validate(defaults_raw)
+    effective = defaults.overlay(SettingsPatch.model_validate(raw))
+    chosen = masking if masking is not ABSENT else default_masking
+    if chosen is ABSENT:
+        agent = (preset if preset is not ABSENT else default_preset) == "agent"
+        expected = MaskingSettings() if agent else None
+    elif chosen is None or chosen is False:
+        expected = None
+    else:
+        expected = MaskingSettings.model_validate({} if chosen is True else chosen)
+    assert effective.masking == expected
+    stored = json.loads(json.dumps(SettingsPatch.model_validate(raw).stored()))
+    assert defaults.overlay(SettingsPatch.model_validate(stored)) == effective
 
 
 def test_stored_patch_keeps_an_explicit_off() -> None:

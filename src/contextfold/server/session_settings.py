@@ -206,7 +206,6 @@ class SessionSettings(BaseModel):
         default=None, description="Observation masking's options (null: off)"
     )
 
-    _masking_off = field_validator("masking", mode="before")(_switch)
     _masking_by_preset: bool = PrivateAttr(default=False)
 
     @model_validator(mode="after")
