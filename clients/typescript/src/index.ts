@@ -18,11 +18,38 @@ export type FoldResult = Schemas["FoldResult"];
 export type UsageResponse = Schemas["UsageResponse"];
 export type UsageTotals = Schemas["UsageTotals"];
 export type SessionSettings = Schemas["SessionSettings"];
-export type SettingsPatch = Schemas["SettingsPatch"];
+export type MaskingSettings = Schemas["MaskingSettings"];
+/** Observation masking's options as you send them: each one left out takes its default. */
+export type MaskingOptions = Partial<MaskingSettings>;
+/**
+ * What {@link ContextFoldClient.putSettings} takes; every field optional (left out: the server
+ * default). `masking`: its options turn observation masking on (`true`: the defaults),
+ * `false` or `null` turn it off; left out, it is on for `preset: "agent"` and off otherwise.
+ */
+export type SettingsPatch = Omit<Schemas["SettingsPatch"], "masking"> & {
+  masking?: MaskingOptions | boolean | null;
+};
+export type StoredMessage = Schemas["StoredMessageOut"];
 export type SessionsPage = Schemas["SessionsPage"];
 export type Problem = Schemas["Problem"];
 export type ProblemCode = Problem["code"];
 export type ContextFormat = ContextResponse["format"];
+
+/** The first words of every stand-in: a tool result that masking shows as key facts. */
+export const STAND_IN_PREFIX = "[contextfold: older tool result, shown as key facts";
+
+/**
+ * The stored seq of the whole result a context message stands in for: a masked result's
+ * stand-in, or an elided (cut) result's marker; `null` for a message shown whole. Fetch
+ * the whole result with {@link ContextFoldClient.storedMessage}.
+ */
+export function storedSeqOf(message: { content?: unknown }): number | null {
+  const text = typeof message.content === "string" ? message.content : "";
+  const found = text.startsWith(STAND_IN_PREFIX)
+    ? /the full result is stored as seq (\d+)\]/.exec(text)
+    : /tokens elided by contextfold; whole message stored as seq (\d+)/.exec(text);
+  return found ? Number(found[1]) : null;
+}
 
 /** An error answer of the service: `status`, the stable `code`, and the whole problem. */
 export class ContextFoldError extends Error {
@@ -101,6 +128,14 @@ export class ContextFoldClient {
     return this.request("GET", this.session(sessionId, "/messages", query));
   }
 
+  /** One stored message by seq, whole (the seqs a context's `elided`, `omitted_seqs` and
+   * stand-ins name); `null` if there is none (a folded message under delete retention). */
+  async storedMessage(sessionId: string, seq: number): Promise<StoredMessage | null> {
+    const page = await this.messages(sessionId, { afterSeq: seq - 1, limit: 1 });
+    const found = page.messages[0];
+    return found !== undefined && found.seq === seq ? found : null;
+  }
+
   ledger(sessionId: string, limit?: number): Promise<LedgerResponse> {
     const query = new URLSearchParams();
     if (limit !== undefined) query.set("limit", String(limit));
@@ -125,7 +160,8 @@ export class ContextFoldClient {
     return this.request("GET", this.session(sessionId, "/settings"));
   }
 
-  /** Set the session's policy and preset; fields left out take the server defaults. */
+  /** Set the session's policy, preset and masking; fields left out take the server
+   * defaults. Invalid settings are a 422 and change nothing. */
   putSettings(sessionId: string, settings: SettingsPatch): Promise<SessionSettings> {
     return this.request("PUT", this.session(sessionId, "/settings"), settings);
   }

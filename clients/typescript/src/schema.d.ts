@@ -287,7 +287,7 @@ export interface paths {
         };
         /** The session's effective settings */
         get: operations["get_settings"];
-        /** Set the session's policy and summarizer preset (unset fields: defaults) */
+        /** Set the session's policy, summarizer preset and masking (unset fields: defaults) */
         put: operations["put_settings"];
         post?: never;
         delete?: never;
@@ -421,15 +421,28 @@ export interface components {
         };
         /** ContextResponse */
         ContextResponse: {
-            /** Bridged */
+            /**
+             * Bridged
+             * @description A one-line user turn was put before an assistant-first view
+             */
             bridged: boolean;
             /** Budget */
             budget: number | null;
+            /**
+             * Elided
+             * @description Seqs of messages shown cut, head + tail with a marker naming the stored seq (a tool result too big for the budget)
+             */
+            elided: number[];
             /**
              * Format
              * @enum {string}
              */
             format: "openai" | "anthropic" | "gemini";
+            /**
+             * Masked
+             * @description Older tool results shown as stand-ins (observation masking): tool name, key facts and the stored seq; each stand-in is the same on every call
+             */
+            masked: number;
             /**
              * Messages
              * @description The provider-ready messages
@@ -437,8 +450,19 @@ export interface components {
             messages: {
                 [key: string]: unknown;
             }[];
-            /** Omitted */
+            /**
+             * Omitted
+             * @description Live messages left out of this view (still stored)
+             */
             omitted: number;
+            /**
+             * Omitted Seqs
+             * @description The first and the last seq left out (null: none)
+             */
+            omitted_seqs: [
+                number,
+                number
+            ] | null;
             /** Session Id */
             session_id: string;
             summary: components["schemas"]["SummaryOut"] | null;
@@ -454,7 +478,10 @@ export interface components {
              * @description Older live messages were left out of this view
              */
             trimmed: boolean;
-            /** Truncated */
+            /**
+             * Truncated
+             * @description Some message is shown cut (see elided)
+             */
             truncated: boolean;
         };
         /** DiffOpOut */
@@ -637,6 +664,16 @@ export interface components {
             bridged: boolean;
             /** Budget */
             budget: number | null;
+            /**
+             * Elided
+             * @description Seqs of messages shown cut (head + tail)
+             */
+            elided: number[];
+            /**
+             * Masked
+             * @description Older tool results shown as stand-ins
+             */
+            masked: number;
             /** Messages */
             messages: components["schemas"]["ContextMessageOut"][];
             /** Omitted */
@@ -762,6 +799,41 @@ export interface components {
             summary_tokens: number;
             /** Tokens Folded */
             tokens_folded: number;
+        };
+        /**
+         * MaskingSettings
+         * @description Observation masking: tool results older than the newest `keep` are shown in the
+         *     context as stand-ins (tool name, key facts, stored seq); the store keeps them whole.
+         */
+        MaskingSettings: {
+            /**
+             * Exclude Tools
+             * @description Tool names whose results are never masked
+             * @default []
+             */
+            exclude_tools: string[];
+            /**
+             * Fact Chars
+             * @description Room for a stand-in's key facts, in characters (null: the library's default)
+             */
+            fact_chars?: number | null;
+            /**
+             * Keep
+             * @description The newest tool results shown verbatim; older ones become stand-ins
+             * @default 3
+             */
+            keep: number;
+            /**
+             * Keep Call Args
+             * @description Keep a masked call's arguments; false shows them as {} and puts the key arguments in the stand-in
+             * @default true
+             */
+            keep_call_args: boolean;
+            /**
+             * Trigger Tokens
+             * @description Mask only while the live messages hold more tokens than this (0: always); null: only when the context would not fit its budget whole
+             */
+            trigger_tokens?: number | null;
         };
         /**
          * MessageIn
@@ -904,9 +976,9 @@ export interface components {
              */
             budget: number;
             /** Character */
-            character?: string | null;
+            character: string | null;
             /** Context Limit Tokens */
-            context_limit_tokens?: number | null;
+            context_limit_tokens: number | null;
             /**
              * Fold Messages
              * @default 20
@@ -917,13 +989,15 @@ export interface components {
              * @default 2
              */
             keep_last: number;
+            /** @description Observation masking's options (null: off) */
+            masking: components["schemas"]["MaskingSettings"] | null;
             /**
              * Max Messages
              * @default 30
              */
             max_messages: number;
             /** Min Tokens */
-            min_tokens?: number | null;
+            min_tokens: number | null;
             /**
              * Policy
              * @default token_budget
@@ -937,9 +1011,9 @@ export interface components {
              */
             preset: "conversation" | "agent" | "character";
             /** Summary Max Tokens */
-            summary_max_tokens?: number | null;
+            summary_max_tokens: number | null;
             /** Target */
-            target?: number | null;
+            target: number | null;
             /**
              * Task Context
              * @default
@@ -986,6 +1060,8 @@ export interface components {
              * @description Messages always kept verbatim
              */
             keep_last?: number | null;
+            /** @description Observation masking: its options turn it on (true: the defaults), null or false turns it off; left out: on for preset agent, off otherwise */
+            masking?: components["schemas"]["MaskingSettings"] | null | boolean;
             /**
              * Max Messages
              * @description message_count: fold when more live messages than this
@@ -1003,7 +1079,7 @@ export interface components {
             policy?: ("token_budget" | "message_count") | null;
             /**
              * Preset
-             * @description Summary style of an LLM summarizer
+             * @description Summary style of an LLM summarizer; agent also turns masking on unless masking is set
              */
             preset?: ("conversation" | "agent" | "character") | null;
             /**

@@ -1,7 +1,10 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 
-import { ContextFoldClient, ContextFoldError, type Message } from "../src/index.js";
+import {
+  ContextFoldClient, ContextFoldError, STAND_IN_PREFIX, storedSeqOf, type ContextResponse,
+  type Message,
+} from "../src/index.js";
 import { serve, type Served } from "./server.js";
 
 let served: Served;
@@ -99,13 +102,15 @@ describe("the typed client against a live contextfold serve", () => {
     });
     await client.append(s, [{ role: "user", content: "My flight TP1351 was cancelled, rebook me." }]);
     // a stand-in for the model: one tool call per step, then a final answer
-    const model = (step: number): Message => step < 6
+    const model = (step: number): Message => step < 12
       ? { role: "assistant", content: null, tool_calls: [{ id: `call_${step}`, type: "function",
           function: { name: "search_flights", arguments: JSON.stringify({ to: "LIS", day: step }) } }] }
       : { role: "assistant", content: "Rebooked on TP1353, seat 12A." };
-    for (let step = 0; step <= 6; step++) {
+    let masked = 0;
+    for (let step = 0; step <= 12; step++) {
       const ctx = await client.context(s, { system: "You are a travel agent.", format: "openai" });
       assert.ok(ctx.tokens <= 1500);
+      masked = Math.max(masked, ctx.masked);
       const reply = model(step);
       const turn: Message[] = [{ ...reply, id: `assistant-${step}` }];
       for (const call of reply.tool_calls ?? []) {
@@ -117,7 +122,108 @@ describe("the typed client against a live contextfold serve", () => {
     }
     const last = await client.context(s, { format: "anthropic" });
     assert.ok(last.tokens <= 1500);
+    // the agent preset shows older results as stand-ins first, and folds when that is not
+    // enough
+    assert.ok(masked > 0);
     const ledger = await client.ledger(s);
     assert.ok(ledger.entries.some((e) => e.outcome === "committed"));
+  });
+
+  test("an agent loop with observation masking: stand-ins, an elided result, the seqs", async () => {
+    const s = id("masked");
+    const settings = await client.putSettings(s, { preset: "agent", budget: 2000, keep_last: 2 });
+    assert.deepEqual(settings.masking, { keep: 3, exclude_tools: [], keep_call_args: true,
+                                         trigger_tokens: null, fact_chars: null });
+    await client.append(s, [{ role: "user", content: "Rebook every reservation of mia_li_3668." }]);
+    const paired = (ctx: ContextResponse) => {
+      let open = new Set<string>();
+      for (const m of ctx.messages as Message[]) {
+        if (m.role === "tool") {
+          assert.ok(open.delete(m.tool_call_id!), "a result without its call");
+          continue;
+        }
+        assert.equal(open.size, 0, "a call without its result");
+        open = new Set((m.tool_calls ?? []).map((c) => c.id));
+      }
+      assert.equal(open.size, 0);
+    };
+    const standIns = new Map<string, string>();
+    let ctx: ContextResponse | undefined;
+    for (let step = 0; step < 8; step++) {
+      ctx = await client.context(s, { system: "You are a travel agent." });
+      assert.ok(ctx.tokens <= 2000);
+      paired(ctx);
+      for (const m of ctx.messages as Message[]) {
+        if (m.role !== "tool" || typeof m.content !== "string") continue;
+        if (!m.content.startsWith(STAND_IN_PREFIX)) continue;
+        const before = standIns.get(m.tool_call_id!);
+        assert.ok(before === undefined || before === m.content, "a stand-in changed");
+        standIns.set(m.tool_call_id!, m.content);
+      }
+      const call = `call_${step}`;
+      await client.append(s, [
+        { role: "assistant", content: null, id: `a-${step}`, tool_calls: [{ id: call,
+          type: "function", function: { name: "get_reservation",
+                                        arguments: JSON.stringify({ id: `R${step}` }) } }] },
+        { role: "tool", tool_call_id: call, id: `t-${step}`, content: JSON.stringify({
+          reservation_id: `R${step}`, status: "confirmed", flights: Array.from({ length: 12 },
+            (_, j) => ({ number: `HX${100 + j}`, date: "2024-05-20", seat: `${j}A` })) }) },
+      ]);
+    }
+    ctx = await client.context(s, { system: "You are a travel agent." });
+    paired(ctx);
+    assert.ok(ctx.masked > 0 && ctx.elided.length === 0);
+    const masked = (ctx.messages as Message[]).filter((m) =>
+      typeof m.content === "string" && m.content.startsWith(STAND_IN_PREFIX));
+    assert.equal(masked.length, ctx.masked);
+    // a stand-in names the seq of the whole result, which the store keeps
+    const seq = storedSeqOf(masked[0]!);
+    assert.ok(seq !== null);
+    const whole = await client.storedMessage(s, seq);
+    assert.ok(whole && String(whole.message.content).startsWith('{"reservation_id"'));
+    assert.equal(storedSeqOf({ content: "a plain result" }), null);
+
+    // a result too big for the budget is cut, head + tail, and named in `elided`
+    const log = Array.from({ length: 3000 }, (_, i) => `line ${i}: status ok`).join("\n");
+    const appended = await client.append(s, [
+      { role: "assistant", content: null, tool_calls: [{ id: "big", type: "function",
+        function: { name: "read_log", arguments: "{}" } }] },
+      { role: "tool", tool_call_id: "big", content: log },
+    ]);
+    const bigSeq = appended.appended[1]!.seq;
+    ctx = await client.context(s, { format: "anthropic" });
+    assert.ok(ctx.tokens <= 2000 && ctx.truncated);
+    assert.deepEqual(ctx.elided, [bigSeq]);
+    ctx = await client.context(s);
+    const cut = (ctx.messages as Message[]).find((m) => m.tool_call_id === "big")!;
+    assert.equal(storedSeqOf(cut), bigSeq);
+    assert.equal((await client.storedMessage(s, bigSeq))?.message.content, log);
+  });
+
+  test("masking off, and invalid masking settings are a 422 that changes nothing", async () => {
+    const s = id("unmasked");
+    const off = await client.putSettings(s, { preset: "agent", budget: 2000, masking: false });
+    assert.equal(off.masking, null);
+    await client.append(s, [{ role: "user", content: "Look up the reservations." }]);
+    for (let step = 0; step < 8; step++) {
+      await client.append(s, [
+        { role: "assistant", content: null, tool_calls: [{ id: `c${step}`, type: "function",
+          function: { name: "get_reservation", arguments: "{}" } }] },
+        { role: "tool", tool_call_id: `c${step}`, content: JSON.stringify({
+          flights: Array.from({ length: 12 }, (_, j) => ({ number: `HX${j}`, seat: `${j}A` })) }) },
+      ]);
+      const ctx = await client.context(s);
+      assert.equal(ctx.masked, 0);
+      assert.ok((ctx.messages as Message[]).every((m) =>
+        !(typeof m.content === "string" && m.content.startsWith(STAND_IN_PREFIX))));
+    }
+    const set = await client.putSettings(s, { preset: "agent", masking: { keep: 1 } });
+    assert.equal(set.masking?.keep, 1);
+    for (const masking of [{ keep: -1 }, { fact_chars: 3 }, { exclude_tools: [""] }]) {
+      await assert.rejects(client.putSettings(s, { preset: "agent", masking }), (e: unknown) =>
+        e instanceof ContextFoldError && e.status === 422 && e.code === "validation_error"
+        && (e.problem?.detail ?? "").startsWith("masking."));
+      assert.deepEqual(await client.getSettings(s), set);
+    }
   });
 });

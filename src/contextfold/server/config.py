@@ -18,6 +18,9 @@
       policy: token_budget
       budget: 4000
       keep_last: 2
+      preset: conversation
+      masking: {keep: 3}        # observation masking: older tool results shown as
+                                # stand-ins; false: off; left out: on for preset agent
 
 An unknown key or a wrong value is a ``ConfigError`` naming the file and the field.
 """

@@ -258,7 +258,8 @@ async def inspect_context(
         session_id=scoped.session_id, tokens=context.tokens, budget=context.budget,
         omitted=context.omitted, omitted_seqs=list(context.omitted_seqs)
         if context.omitted_seqs else None, truncated=context.truncated,
-        bridged=context.bridged, messages=_context_messages(context, memory.counter, system),
+        elided=list(context.elided), masked=context.masked, bridged=context.bridged,
+        messages=_context_messages(context, memory.counter, system),
     )
 
 

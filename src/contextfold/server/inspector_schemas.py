@@ -205,5 +205,7 @@ class InspectContext(BaseModel):
     omitted: int
     omitted_seqs: list[int] | None
     truncated: bool
+    elided: list[int] = Field(description="Seqs of messages shown cut (head + tail)")
+    masked: int = Field(description="Older tool results shown as stand-ins")
     bridged: bool
     messages: list[ContextMessageOut]

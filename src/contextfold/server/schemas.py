@@ -195,9 +195,20 @@ class ContextResponse(BaseModel):
     tokens: int
     budget: int | None
     trimmed: bool = Field(description="Older live messages were left out of this view")
-    omitted: int
-    truncated: bool
-    bridged: bool
+    omitted: int = Field(description="Live messages left out of this view (still stored)")
+    omitted_seqs: tuple[int, int] | None = Field(
+        description="The first and the last seq left out (null: none)"
+    )
+    truncated: bool = Field(description="Some message is shown cut (see elided)")
+    elided: list[int] = Field(
+        description="Seqs of messages shown cut, head + tail with a marker naming the "
+        "stored seq (a tool result too big for the budget)"
+    )
+    masked: int = Field(
+        description="Older tool results shown as stand-ins (observation masking): tool "
+        "name, key facts and the stored seq; each stand-in is the same on every call"
+    )
+    bridged: bool = Field(description="A one-line user turn was put before an assistant-first view")
     summary: SummaryOut | None
 
 

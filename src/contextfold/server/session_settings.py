@@ -14,6 +14,10 @@ what ``PUT /v1/sessions/{id}/settings`` stored for it. They become the options o
 * ``preset`` (``conversation``/``agent``/``character``), ``task_context`` and ``character``
   shape the summaries of an LLM summarizer (the server's ``model``). The offline extractive
   summarizer has no presets; they are stored and apply once a model is configured.
+* ``masking`` — observation masking (:class:`~contextfold.masking.Masking`): an object of
+  its options turns it on (``true``: the defaults), ``null`` or ``false`` turns it off, and
+  left out it follows the preset: on for ``agent`` (as the library's agent settings), off
+  otherwise. The effective settings always show it resolved (an object, or null).
 
 Validation is pydantic's (types, ranges: 422 ``validation_error`` with per-field errors) and
 then the policy's own checks (how the numbers relate: 422 ``config_error``).
@@ -21,13 +25,93 @@ then the policy's own checks (how the numbers relate: 422 ``config_error``).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    field_validator,
+    model_validator,
+)
 
+from ..masking import Masking
 from ..policy import MessageCount, Policy, ReportedUsage, TokenBudget, any_of
 
-__all__ = ["SessionSettings", "SettingsPatch"]
+__all__ = ["MaskingSettings", "SessionSettings", "SettingsPatch"]
+
+ToolName = Annotated[str, Field(min_length=1, max_length=256)]
+
+
+class MaskingSettings(BaseModel):
+    """Observation masking: tool results older than the newest `keep` are shown in the
+    context as stand-ins (tool name, key facts, stored seq); the store keeps them whole."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    keep: int = Field(
+        default=3, ge=0, le=10_000,
+        description="The newest tool results shown verbatim; older ones become stand-ins",
+    )
+    exclude_tools: tuple[ToolName, ...] = Field(
+        default=(), max_length=1000, description="Tool names whose results are never masked"
+    )
+    keep_call_args: bool = Field(
+        default=True,
+        description="Keep a masked call's arguments; false shows them as {} and puts the "
+        "key arguments in the stand-in",
+    )
+    trigger_tokens: int | None = Field(
+        default=None, ge=0, le=100_000_000,
+        description="Mask only while the live messages hold more tokens than this (0: "
+        "always); null: only when the context would not fit its budget whole",
+    )
+    fact_chars: int | None = Field(
+        default=None, ge=40, le=100_000,
+        description="Room for a stand-in's key facts, in characters (null: the library's "
+        "default)",
+    )
+
+    @field_validator("exclude_tools")
+    @classmethod
+    def _one_order(cls, tools: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(sorted(set(tools)))  # equal settings compare (and cache) equal
+
+    def masking(self) -> Masking:
+        """The library's :class:`~contextfold.masking.Masking` of these options."""
+        extra = {} if self.fact_chars is None else {"fact_chars": self.fact_chars}
+        return Masking(keep=self.keep, exclude_tools=frozenset(self.exclude_tools),
+                       keep_call_args=self.keep_call_args,
+                       trigger_tokens=self.trigger_tokens, **extra)
+
+
+def _switch(value: Any) -> Any:
+    """``true``: masking with the defaults; ``false``: off (as null)."""
+    if value is True:
+        return {}
+    if value is False or value is None:
+        return None
+    if not isinstance(value, (dict, MaskingSettings)):
+        raise ValueError("masking must be an object of masking options, true, false or null")
+    return value
+
+
+#: Masking's options, or null; ``true``/``false`` are accepted for the defaults/off.
+MaskingOption = Annotated[MaskingSettings | None, BeforeValidator(_switch)]
+
+
+
+def _also_a_switch(schema: dict[str, Any]) -> None:
+    """The documented input shape also takes ``true``/``false`` (see :func:`_switch`)."""
+    schema["anyOf"] = [*schema.get("anyOf", ()), {"type": "boolean"}]
+
+
+_MASKING_DESCRIPTION = (
+    "Observation masking: its options turn it on (true: the defaults), null or false turns "
+    "it off; left out: on for preset agent, off otherwise"
+)
 
 
 class SettingsPatch(BaseModel):
@@ -75,7 +159,9 @@ class SettingsPatch(BaseModel):
         default=None, ge=64, le=100_000, description="Cap on the summary's tokens"
     )
     preset: Literal["conversation", "agent", "character"] | None = Field(
-        default=None, description="Summary style of an LLM summarizer"
+        default=None,
+        description="Summary style of an LLM summarizer; agent also turns masking on "
+        "unless masking is set",
     )
     task_context: str | None = Field(
         default=None, max_length=4000, description="agent preset: the task the agent works on"
@@ -83,12 +169,26 @@ class SettingsPatch(BaseModel):
     character: str | None = Field(
         default=None, max_length=200, description="character preset: whose memory this is"
     )
+    masking: MaskingOption = Field(
+        default=None, description=_MASKING_DESCRIPTION, json_schema_extra=_also_a_switch
+    )
+
+    def stored(self) -> dict[str, Any]:
+        """The fields the client set (an explicit ``masking: null`` included: it turns
+        masking off, which leaving it out does not)."""
+        data = self.model_dump(exclude_none=True)
+        if "masking" in self.model_fields_set:
+            data["masking"] = data.get("masking")
+        return data
 
 
 class SessionSettings(BaseModel):
     """Effective settings of a session (defaults filled in)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # every field is in every answer (a client's generated types need not guess)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, json_schema_serialization_defaults_required=True
+    )
 
     policy: Literal["token_budget", "message_count"] = "token_budget"
     budget: int = Field(default=4000, ge=64, le=2_000_000)
@@ -102,11 +202,28 @@ class SessionSettings(BaseModel):
     preset: Literal["conversation", "agent", "character"] = "conversation"
     task_context: str = Field(default="", max_length=4000)
     character: str | None = Field(default=None, max_length=200)
+    masking: MaskingOption = Field(
+        default=None, description="Observation masking's options (null: off)"
+    )
+
+    _masking_by_preset: bool = PrivateAttr(default=False)
+
+    @model_validator(mode="after")
+    def _preset_masks(self) -> SessionSettings:
+        """Masking left out follows the preset (on for ``agent``), and follows it again
+        when an overlay changes the preset."""
+        if "masking" not in self.model_fields_set:
+            object.__setattr__(self, "masking", MaskingSettings() if self.preset == "agent"
+                               else None)  # frozen: set once, while validating
+            self._masking_by_preset = True
+        return self
 
     def overlay(self, patch: SettingsPatch) -> SessionSettings:
         """These settings with the patch's set fields replacing them."""
         data = self.model_dump()
-        data.update(patch.model_dump(exclude_none=True))
+        if self._masking_by_preset:
+            del data["masking"]
+        data.update(patch.stored())
         return SessionSettings.model_validate(data)
 
     def policy_object(self) -> Policy:
@@ -131,8 +248,12 @@ class SessionSettings(BaseModel):
         return base
 
     def memory_options(self, model: str | None) -> dict[str, Any]:
-        """Keyword arguments for ``AsyncMemory`` (policy, summarizer, summary cap)."""
-        options: dict[str, Any] = {"policy": self.policy_object()}
+        """Keyword arguments for ``AsyncMemory`` (policy, summarizer, summary cap,
+        masking)."""
+        options: dict[str, Any] = {
+            "policy": self.policy_object(),
+            "masking": self.masking.masking() if self.masking is not None else None,
+        }
         if self.summary_max_tokens is not None:
             options["summary_max_tokens"] = self.summary_max_tokens
         elif self.policy == "message_count":

@@ -159,7 +159,10 @@ async def _context(scoped: ScopedSession, request: ContextRequest) -> ContextRes
         budget=context.budget,
         trimmed=context.omitted > 0 or context.truncated,
         omitted=context.omitted,
+        omitted_seqs=context.omitted_seqs,
         truncated=context.truncated,
+        elided=list(context.elided),
+        masked=context.masked,
         bridged=context.bridged,
         summary=SummaryOut.of(summary),
     )
@@ -287,12 +290,12 @@ async def get_settings(scoped: Existing) -> SessionSettings:
 @router.put(
     "/sessions/{session_id}/settings",
     response_model=SessionSettings,
-    summary="Set the session's policy and summarizer preset (unset fields: defaults)",
+    summary="Set the session's policy, summarizer preset and masking (unset fields: defaults)",
 )
 async def put_settings(body: SettingsPatch, scoped: Writable, state: State) -> SessionSettings:
     effective = state.config.defaults.overlay(body)
     state.memory(effective)  # builds the policy: ConfigError (422) if the numbers clash
-    patch = body.model_dump(exclude_none=True)
+    patch = body.stored()
     await state.catalog.put_settings(
         scoped.tenant.name, scoped.session_id, json.dumps(patch) if patch else None
     )

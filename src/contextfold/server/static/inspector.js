@@ -397,6 +397,9 @@ async function loadNow() {
   $("#now-caption").textContent = `${fmt(ctx.tokens)} tokens of a ${fmt(ctx.budget)} budget, ` +
     `${ctx.messages.length} messages` + (ctx.omitted ? `; ${fmt(ctx.omitted)} older live ` +
     "messages left out of this view to stay within the budget (still stored)" : "") +
+    (ctx.masked ? `; ${fmt(ctx.masked)} older tool results shown as stand-ins (masking)` : "") +
+    (ctx.elided.length ? `; ${fmt(ctx.elided.length)} shown cut, head + tail (whole in the ` +
+      "store)" : "") +
     (ctx.bridged ? "; a one-line user turn bridges the start" : "") + ".";
   $("#now-table tbody").replaceChildren(...ctx.messages.map((m, i) => h("tr", {},
     h("td", { class: "num" }, String(i + 1)),
