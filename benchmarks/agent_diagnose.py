@@ -15,7 +15,8 @@ contexts earlier (lost by the last step) and whether the summary was over half e
 
 ``--half tune`` reads only the tau-bench tasks with an even task id (the held-out half is
 ``--half held``); ``--synthetic`` diagnoses the synthetic traces instead (``--heldout`` and
-``--heldout2`` the held-out sets: to explain a result, never to choose a change).
+``--heldout2`` and ``--heldout3`` the held-out sets: to explain a result, never to choose a
+change; set 2 has since been looked at and is tuning data now).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from agent_memory import COUNTER, arg_values, tau_path, text_of  # noqa: E402
 from agent_traces import heldout_traces, synthetic_traces  # noqa: E402
 from agent_traces_heldout2 import heldout2_traces  # noqa: E402
+from agent_traces_heldout3 import heldout3_traces  # noqa: E402
 
 from contextfold import Masking, Memory, Message, TokenBudget  # noqa: E402
 from contextfold.masking import STAND_IN_PREFIX  # noqa: E402
@@ -199,12 +201,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--heldout2", action="store_true",
                         help="the second held-out set (retail, calendar, devops; to explain a "
                              "result, never to tune)")
+    parser.add_argument("--heldout3", action="store_true",
+                        help="the third held-out set (travel, bank, code review, HR, logistics; "
+                             "to explain a result, never to tune)")
     parser.add_argument("--no-masking", action="store_true")
     parser.add_argument("--examples", type=int, default=0)
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
     convs = (synthetic_traces(12) if args.synthetic else heldout_traces(8) if args.heldout
-             else heldout2_traces(18) if args.heldout2 else tau_half(args.half))
+             else heldout2_traces(18) if args.heldout2
+             else heldout3_traces(15) if args.heldout3 else tau_half(args.half))
     for budget in (int(b) for b in args.budget.split(",")):
         diagnose(convs, budget, None if args.no_masking else Masking(), args.examples,
                  args.verbose)

@@ -10,7 +10,8 @@ conversation would leak); the synthetic traces of ``agent_traces.py`` used while
 held-out synthetic traces of other shapes never tuned on (on-call agent, data agent); and a
 second held-out set in other domains (``agent_traces_heldout2.py``: retail order support,
 calendar/email assistant, devops agent with plain-text CLI output), committed before it
-was first measured and never tuned on.
+was first measured and never tuned on; and a third (``agent_traces_heldout3.py``: travel
+booking, bank support, code review, HR/IT ticketing, logistics), likewise.
 Systems, side by side:
 
 - ``contextfold agent``: ``Memory(policy=TokenBudget(B), masking=Masking())`` (the agent
@@ -58,6 +59,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from agent_traces import heldout_traces, synthetic_traces  # noqa: E402
 from agent_traces_heldout2 import heldout2_traces  # noqa: E402
+from agent_traces_heldout3 import heldout3_traces  # noqa: E402
 
 from contextfold import Masking, Memory, Message, TokenBudget, ToolCall  # noqa: E402
 from contextfold.policy import safe_cuts  # noqa: E402
@@ -406,6 +408,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="held-out synthetic traces of other shapes (8)")
     parser.add_argument("--heldout2", type=int, default=18,
                         help="second held-out set: retail, calendar/email, devops traces (18)")
+    parser.add_argument("--heldout3", type=int, default=15,
+                        help="third held-out set: travel, bank, code review, HR, logistics (15)")
     parser.add_argument("--tau-limit", type=int, default=None, help="first N tau conversations")
     parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
     parser.add_argument("--cost-messages", type=int, default=1500)
@@ -450,6 +454,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.heldout2:
         datasets.append((f"held-out set 2 ({args.heldout2}, retail, calendar/email and devops "
                          "agents, never tuned on)", heldout2_traces(args.heldout2), {}))
+    if args.heldout3:
+        datasets.append((f"held-out set 3 ({args.heldout3}, travel, bank, code review, HR and "
+                         "logistics agents, never tuned on)", heldout3_traces(args.heldout3), {}))
 
     head = ["budget", "system", "contexts", "exceptions", "over budget", "rule violations",
             "newest result not visible", "folds", "call-arg recall", "ids in final context"]

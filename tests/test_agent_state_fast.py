@@ -119,12 +119,20 @@ def _traces2() -> ModuleType:
     return _load("agent_traces_heldout2.py", "agent_traces_heldout2_for_tests")
 
 
-@pytest.mark.parametrize("kind", ["synthetic", "heldout", "heldout2"])
+@cache
+def _traces3() -> ModuleType:
+    """The third held-out set (``agent_traces_heldout3.py`` imports ``agent_traces``)."""
+    sys.modules.setdefault("agent_traces", _traces())
+    return _load("agent_traces_heldout3.py", "agent_traces_heldout3_for_tests")
+
+
+@pytest.mark.parametrize("kind", ["synthetic", "heldout", "heldout2", "heldout3"])
 def test_trace_tool_results_and_calls_are_identical(kind: str) -> None:
     traces = _traces()
     convs = (traces.synthetic_traces(6, offset=500) if kind == "synthetic"
              else traces.heldout_traces(4, offset=500) if kind == "heldout"
-             else _traces2().heldout2_traces(6, offset=500))
+             else _traces2().heldout2_traces(6, offset=500) if kind == "heldout2"
+             else _traces3().heldout3_traces(5, offset=500))
     seen = 0
     for conv in convs:
         for message in conv:
@@ -135,3 +143,21 @@ def test_trace_tool_results_and_calls_are_identical(kind: str) -> None:
                     _same(message["content"], scan)
                 seen += 1
     assert seen > 50
+
+
+def test_heldout3_traces_are_deterministic_and_reuse_earlier_values() -> None:
+    """Set 3 is the same on every run (its figures compare across releases), and its later
+    calls reuse values seen earlier in the conversation (what recall measures)."""
+    module = _traces3()
+    first = module.heldout3_traces(5, offset=7)
+    assert first == module.heldout3_traces(5, offset=7)
+    assert first != module.heldout3_traces(5, offset=8)
+    for conv in first:
+        seen, reused = "", 0
+        for message in conv:
+            for call in message.get("tool_calls") or ():
+                args = json.loads(call["function"]["arguments"])
+                reused += sum(1 for v in args.values() if isinstance(v, str) and len(v) >= 6
+                              and v in seen)
+            seen += json.dumps(message)
+        assert reused >= 5

@@ -158,3 +158,12 @@ def test_the_secret_prefilter_lets_every_hint_through() -> None:
     for hints in _SECRET_HINTS:
         for hint in hints:
             assert secret_hint(f"see {hint}ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefgh."), hint
+
+
+def test_a_run_of_non_ascii_digits_is_no_card_and_no_crash() -> None:
+    """A card number's digits are ASCII: a run of 13-19 other decimal digits (Arabic-Indic,
+    fullwidth) is not one, and neither is a number that holds fewer than 13 ASCII digits
+    (hypothesis found the first raising ``IndexError`` in the card detector)."""
+    for text in ("١٢٣٤٥٦٧٨٩٠١٢٣", "１２３４５６７８９０１２３４", "411111111111١"):
+        assert [f for f in Redactor().detect(text) if f.kind == "CARD"] == []
+    assert [f.kind for f in Redactor().detect("4111 1111 1111 1111")] == ["CARD"]

@@ -97,9 +97,10 @@ class CardDetector:
             n += groups[j][1] - groups[j][0]
             if n > 19:
                 break
-            if n >= 13:
+            if n >= 13:  # n counts any decimal digit; a card number's are ASCII
                 digits = digits_of(s[groups[i][0] : groups[j][1]])
-                if _issuer_plausible(digits) and len(set(digits)) > 1 and luhn_valid(digits):
+                if (len(digits) >= 13 and _issuer_plausible(digits) and len(set(digits)) > 1
+                        and luhn_valid(digits)):
                     best = j
         return best
 
