@@ -26,7 +26,7 @@ from contextfold.settings import AgentSettings
 from contextfold.stores.base import Store
 from contextfold.testing import FakeClock
 from contextfold.testing.provider_rules import check_provider_rules
-from contextfold.view_cache import STALE_RESULT_FACTOR
+from contextfold.view_cache import STALE_USER_TURNS
 
 from .test_fronts import KINDS, make_store
 
@@ -145,11 +145,11 @@ def chat_after_one_call(turns: int) -> list[Message]:
 def test_a_tool_result_long_ago_does_not_stop_folding(policy: TokenBudget | MessageCount
                                                      ) -> None:
     """The newest tool result stays out of folds while the agent works; once the chat after
-    it has moved on (several user turns, more than the live limit), folds take it too —
+    it has moved on (16 user turns and more than the live limit), folds take it too —
     kept forever it would stop every fold and the turns after it would pile up live, left
     out of the view and never summarized."""
     msgs = chat_after_one_call(250)
-    bound = (STALE_RESULT_FACTOR + 2) * 600  # the live limit is under the budget
+    bound = 3 * 600  # the result (~900 tokens) and under 16 user turns of chat after it
     with Memory("memory://", policy=policy, masking=Masking()) as memory:
         visible_early = True
         for i, m in enumerate(msgs):
@@ -158,6 +158,7 @@ def test_a_tool_result_long_ago_does_not_stop_folding(policy: TokenBudget | Mess
             assert ctx.tokens <= 600 and check_provider_rules(ctx) == []
             if 2 <= i <= 6:  # right after the call: the result is visible
                 visible_early &= any(x.role == "tool" for x in ctx.messages)
+            assert ctx.omitted <= 2 * STALE_USER_TURNS  # a gap of a few turns at most
             stats = memory.stats("s")
             assert stats is not None and stats.live_tokens <= bound, (
                 f"folding stopped: {stats.live_tokens} live tokens at message {i}")

@@ -154,7 +154,9 @@ def test_an_agent_session_folds_and_shows_the_same_as_with_every_stand_in_made(
         assert run(TokenBudget(budget)) == run(_Delegating(TokenBudget(budget)))
 
 
+@pytest.mark.parametrize("limit", [20, 1000])
 def test_the_newest_result_stays_out_of_folds_until_the_chat_after_it_outgrows_the_limit(
+    limit: int,
 ) -> None:
     from contextfold.policy import FoldPlan
 
@@ -163,19 +165,23 @@ def test_the_newest_result_stays_out_of_folds_until_the_chat_after_it_outgrows_t
             Message(role="assistant", tool_calls=(call,)),
             Message(role="tool", tool_call_id="c1", content="status: shipped " * 50)]
     chat = [Message(role="user" if i % 2 == 0 else "assistant", content=f"chat turn {i} " * 8)
-            for i in range(60)]
-    for n in range(2, 60, 2):
+            for i in range(90)]
+    released = set()
+    for n in range(1, 90):
         live = stored(head + chat[:n])
         cache = ViewCache(COUNTER, Masking())
         cache.build("s", live, summary_text=None)
         after = sum(m.tokens for m in live[3:])
-        plan = FoldPlan(1, live[-3].seq, "test")
-        limit = 100
+        users = sum(1 for m in live[3:] if m.message.role == "user")
+        plan = FoldPlan(1, live[-1].seq, "test")
         kept = cache.keep_newest_result("s", plan, limit)
-        if after <= view_cache.STALE_RESULT_FACTOR * limit:
-            # cut back to before the call (seq 2); a plan taking no more is left as it is
-            assert kept is not None and (kept.lo, kept.hi) == (1, 1)
-            assert cache.keep_newest_result("s", FoldPlan(2, live[-3].seq, "t"), limit) is None
-        else:
+        if after > view_cache.STALE_RESULT_FACTOR * limit:
+            released.add("tokens")
             assert kept == plan  # the chat has moved on: the result folds like the rest
-    assert after > view_cache.STALE_RESULT_FACTOR * limit  # both branches ran
+        elif after > limit and users >= view_cache.STALE_USER_TURNS:
+            released.add("turns")
+            assert kept == plan
+        else:  # cut back to before the call (seq 2); a plan that starts there is dropped
+            assert kept is not None and (kept.lo, kept.hi) == (1, 1)
+            assert cache.keep_newest_result("s", FoldPlan(2, live[-1].seq, "t"), limit) is None
+    assert released == ({"tokens"} if limit == 20 else {"turns"})

@@ -6,7 +6,7 @@ newest tool result kept out of folds)."""
 from __future__ import annotations
 
 import threading
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
@@ -18,14 +18,17 @@ from .messages import StoredMessage
 from .policy import FoldPlan, SessionStats, evolve
 from .tokens import TokenCounter
 
-__all__ = ["STALE_RESULT_FACTOR", "ViewCache", "drop_folded", "shown_sizes"]
+__all__ = ["STALE_RESULT_FACTOR", "STALE_USER_TURNS", "ViewCache", "drop_folded", "shown_sizes"]
 
 #: The newest tool result stays out of folds until the messages after it hold more than
-#: this many times the live limit in tokens. Chosen on the agent benchmark: at 8 the newest
-#: result is shown in every context of every set at every budget; at 4 tau-bench had one
-#: context at 500 tokens without it, at 2 93. Until then, turns that do not fit between the
-#: result and the newest ones are left out of the view (``Context.omitted``).
+#: ``STALE_RESULT_FACTOR`` times the live limit in tokens, or more than the live limit and
+#: ``STALE_USER_TURNS`` user turns. Until then, turns that do not fit between the result and
+#: the newest ones are left out of the view (``Context.omitted``), so the second bound keeps
+#: that gap to a few turns. Chosen on the agent benchmark: at 8 / 16 the newest result is
+#: shown in every context of every set at every budget (at 8 / 12 tau-bench had one context
+#: without it at 500 and one at 1,000 tokens; at 4 / none, one; at 2 / none, 93).
 STALE_RESULT_FACTOR = 8
+STALE_USER_TURNS = 16
 
 
 class ViewCache:
@@ -110,8 +113,8 @@ class ViewCache:
         Only while the conversation after that group is short: once the messages after it
         hold more than :data:`STALE_RESULT_FACTOR` times ``live_limit`` tokens (the token
         policy's live limit; for other policies, the tokens ``plan`` folds but the result's
-        group), the fold
-        takes the result like any other message. Kept forever, it would stop every fold:
+        group), or more than ``live_limit`` tokens over :data:`STALE_USER_TURNS` user turns,
+        the fold takes the result like any other message. Kept forever, it would stop every fold:
         the turns after it would pile up live, left out of the view and never summarized.
         """
         if self.masking is None or plan is None or plan.action != "fold" or plan.at_rest:
@@ -130,7 +133,10 @@ class ViewCache:
                 lo, hi = (min(max(s - first, 0), len(view.items)) for s in (plan.lo, plan.hi + 1))
                 result = max(0, full[min(hi, last + 1)] - full[max(lo, g)])
                 live_limit = full[hi] - full[lo] - result
-            if full[-1] - full[last + 1] > STALE_RESULT_FACTOR * max(live_limit, 1):
+            after = full[-1] - full[last + 1]
+            users_after = len(view._user_cuts) - bisect_right(view._user_cuts, last)
+            if after > STALE_RESULT_FACTOR * max(live_limit, 1) or (
+                    after > live_limit and users_after >= STALE_USER_TURNS):
                 return plan  # the conversation has moved on: the result is history now
             first_kept = view.items[view._group[last]].seq
         if plan.hi < first_kept:
