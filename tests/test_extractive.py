@@ -204,3 +204,13 @@ def test_ablations_still_honour_the_cap(off: str) -> None:
     msgs = [say("Ana", f"Fact {i}: I visited Lisbon on day {i} with Marco.") for i in range(40)]
     text = summarize(msgs, cap=60, summarizer=summarizer)
     assert O200K.count(text) <= 60
+
+
+def test_a_speaker_name_with_a_control_character_is_shown_cleaned_in_every_form() -> None:
+    """"Ann\\r" and "Ann" are one speaker: the label shown is the cleaned one, never the raw
+    name (a carriage return in it broke the summary's line format)."""
+    text = summarize([Message(role="user", content="", name="000\r"),
+                      Message(role="user", content="0", name="000"),
+                      say("Ann\r", "Booked flight LH 2417."), say("Annabel", "Fine.")], 80)
+    assert "\r" not in text
+    assert render_summary_text(parse_summary(text)) == text

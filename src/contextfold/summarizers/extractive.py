@@ -104,7 +104,10 @@ class Speakers:
 
     def __init__(self, names: Iterable[str]) -> None:
         display: dict[str, str] = {}
-        for name in names:
+        for raw in names:
+            name = clean_speaker(raw)  # as canonical() cleans what it looks up
+            if name is None:
+                continue
             key = name.lower()
             if key not in display or (display[key].islower() and not name.islower()):
                 display[key] = name if not name.islower() else name.title()
