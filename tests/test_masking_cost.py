@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from contextfold import Message, ToolCall
 from contextfold.masking import (
     Masking,
+    head_tokens,
     masked_result,
     split_counter,
     stand_in,
@@ -74,6 +75,22 @@ def test_a_stand_in_counts_as_its_head_plus_its_tail(
         assert split_counter(counter)
         assert counter.count(head + tail) == counter.count(head) + counter.count(tail)
         assert counter.count(tail) >= 1
+        assert head_tokens(counter, head, seq) == counter.count(head)
+
+
+@pytest.mark.parametrize("counter", COUNTERS)
+def test_a_head_counted_by_parts_is_its_count_whole(counter: object) -> None:
+    """What :func:`head_tokens` relies on: every string of one to three digits is one
+    token, and heads around the digit-group boundaries count the same by parts."""
+    for width in (1, 2, 3):
+        for n in range(10**width):
+            assert counter.count(str(n).zfill(width)) == 1  # type: ignore[attr-defined]
+    call = ToolCall("c1", "get_order", '{"id": "A1"}')
+    result = Message(role="tool", content="x", tool_call_id="c1")
+    for masking in (Masking(), Masking(keep_call_args=False)):
+        for seq in (0, 1, 9, 10, 99, 100, 999, 1000, 99999, 100000, 10**9, 10**12 + 7):
+            head = stand_in_head(result, seq, call, masking)
+            assert head_tokens(counter, head, seq) == counter.count(head)  # type: ignore[arg-type, attr-defined]
 
 
 def _plain(item: StoredMessage, call: ToolCall | None, masking: Masking, counter: object
