@@ -162,3 +162,38 @@ def test_results_around_the_stand_in_size_get_the_plain_outcome(keep_call_args: 
                 assert got == _plain(item, call, masking, counter)
                 outcomes.add(got[0] is result)
     assert outcomes == {True, False}
+
+
+def _plain_render(pairs: list[tuple[str, str]], max_chars: int
+                  ) -> tuple[list[str], list[tuple[str, str]]]:
+    """render's plain loop: every pair looked at, a full render sends the rest on."""
+    from contextfold.summarizers.agent_values import _clip
+
+    groups: dict[str, list[str]] = {}
+    rest: list[tuple[str, str]] = []
+    used = 0
+    for label, value in pairs:
+        if used >= max_chars - 6:
+            rest.append((label, value))
+            continue
+        cost = len(value) + 2 + (0 if label in groups else len(label) + 2)
+        if used + cost > max_chars:
+            if groups:
+                rest.append((label, value))
+                continue
+            value = _clip(value, max(8, max_chars - len(label) - 4))
+            cost = len(value) + len(label) + 4
+        groups.setdefault(label, []).append(value)
+        used += cost
+    return [f"{label}: {', '.join(values)}" for label, values in groups.items()], rest
+
+
+@settings(max_examples=300, deadline=None)
+@given(pairs=st.lists(st.tuples(st.sampled_from(["ids", "error", "paths", "a" * 40]),
+                                _text), max_size=40),
+       max_chars=st.integers(0, 400))
+def test_render_stops_early_with_the_plain_outcome(pairs: list[tuple[str, str]],
+                                                   max_chars: int) -> None:
+    from contextfold.summarizers.agent_state import render
+
+    assert render(pairs, max_chars) == _plain_render(pairs, max_chars)
