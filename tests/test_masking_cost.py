@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from contextfold import Message, ToolCall
 from contextfold.masking import (
     Masking,
+    head_tokens,
     masked_result,
     split_counter,
     stand_in,
@@ -74,6 +75,22 @@ def test_a_stand_in_counts_as_its_head_plus_its_tail(
         assert split_counter(counter)
         assert counter.count(head + tail) == counter.count(head) + counter.count(tail)
         assert counter.count(tail) >= 1
+        assert head_tokens(counter, head, seq) == counter.count(head)
+
+
+@pytest.mark.parametrize("counter", COUNTERS)
+def test_a_head_counted_by_parts_is_its_count_whole(counter: object) -> None:
+    """What :func:`head_tokens` relies on: every string of one to three digits is one
+    token, and heads around the digit-group boundaries count the same by parts."""
+    for width in (1, 2, 3):
+        for n in range(10**width):
+            assert counter.count(str(n).zfill(width)) == 1  # type: ignore[attr-defined]
+    call = ToolCall("c1", "get_order", '{"id": "A1"}')
+    result = Message(role="tool", content="x", tool_call_id="c1")
+    for masking in (Masking(), Masking(keep_call_args=False)):
+        for seq in (0, 1, 9, 10, 99, 100, 999, 1000, 99999, 100000, 10**9, 10**12 + 7):
+            head = stand_in_head(result, seq, call, masking)
+            assert head_tokens(counter, head, seq) == counter.count(head)  # type: ignore[arg-type, attr-defined]
 
 
 def _plain(item: StoredMessage, call: ToolCall | None, masking: Masking, counter: object
@@ -145,3 +162,38 @@ def test_results_around_the_stand_in_size_get_the_plain_outcome(keep_call_args: 
                 assert got == _plain(item, call, masking, counter)
                 outcomes.add(got[0] is result)
     assert outcomes == {True, False}
+
+
+def _plain_render(pairs: list[tuple[str, str]], max_chars: int
+                  ) -> tuple[list[str], list[tuple[str, str]]]:
+    """render's plain loop: every pair looked at, a full render sends the rest on."""
+    from contextfold.summarizers.agent_values import _clip
+
+    groups: dict[str, list[str]] = {}
+    rest: list[tuple[str, str]] = []
+    used = 0
+    for label, value in pairs:
+        if used >= max_chars - 6:
+            rest.append((label, value))
+            continue
+        cost = len(value) + 2 + (0 if label in groups else len(label) + 2)
+        if used + cost > max_chars:
+            if groups:
+                rest.append((label, value))
+                continue
+            value = _clip(value, max(8, max_chars - len(label) - 4))
+            cost = len(value) + len(label) + 4
+        groups.setdefault(label, []).append(value)
+        used += cost
+    return [f"{label}: {', '.join(values)}" for label, values in groups.items()], rest
+
+
+@settings(max_examples=300, deadline=None)
+@given(pairs=st.lists(st.tuples(st.sampled_from(["ids", "error", "paths", "a" * 40]),
+                                _text), max_size=40),
+       max_chars=st.integers(0, 400))
+def test_render_stops_early_with_the_plain_outcome(pairs: list[tuple[str, str]],
+                                                   max_chars: int) -> None:
+    from contextfold.summarizers.agent_state import render
+
+    assert render(pairs, max_chars) == _plain_render(pairs, max_chars)

@@ -66,3 +66,32 @@ def test_message_count_includes_framing_name_tools_and_media() -> None:
     assert count_message(c, media) == count_message(c, Message(role="user")) + MEDIA_PART_TOKENS
     assert count_tools(c, None) == 0
     assert count_tools(c, [{"type": "function", "function": {"name": "f"}}]) > 0
+
+
+_short = st.text(st.characters(blacklist_characters="\x00"), max_size=30)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    content=_short,
+    name=st.one_of(st.none(), st.from_regex(r"[a-z_]{1,12}", fullmatch=True)),
+    calls=st.lists(st.tuples(_short, _short, _short), max_size=3),
+)
+def test_a_message_without_its_content_counts_framing_plus_calls(
+    content: str, name: str | None, calls: list[tuple[str, str, str]]
+) -> None:
+    """What elision uses to size a message's text without encoding it: the message less
+    its content costs its framing plus its tool calls; a repeated count is the count."""
+    from contextfold.tokens import call_tokens, count_repeated, framing_tokens
+
+    tool_calls = tuple(ToolCall(f"c{i}{cid}", n.strip() or "f", args)
+                       for i, (cid, n, args) in enumerate(calls))
+    msg = Message(role="assistant", content=content, name=name, tool_calls=tool_calls)
+    bare = Message(role="assistant", content="", name=name, tool_calls=tool_calls)
+    for counter in (get_counter("o200k"), get_counter("cl100k"), ApproximateCounter()):
+        assert framing_tokens(counter, msg) + call_tokens(counter, msg) == count_message(
+            counter, bare)
+        assert count_message(counter, msg) == count_message(counter, bare) + counter.count(
+            content)
+        assert count_repeated(counter, content) == counter.count(content)
+        assert count_repeated(counter, content) == counter.count(content)

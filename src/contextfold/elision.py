@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .messages import Message, ToolCall
-from .tokens import TokenCounter, count_message
+from .tokens import TokenCounter, call_tokens, count_message, count_repeated, framing_tokens
 
 __all__ = ["ELISION_MARK", "CutKey", "elide"]
 
@@ -96,7 +96,7 @@ def _units(messages: Sequence[Message], tokens: Sequence[int], counter: TokenCou
         text = msg.text
         if text:
             if isinstance(msg.content, str):  # counting is additive: no need to encode it
-                size = tokens[i] - count_message(counter, _rebuild(msg, "", {}))
+                size = tokens[i] - framing_tokens(counter, msg) - call_tokens(counter, msg)
             else:
                 size = counter.count(text)
             units.append(_Unit(i, -1, text, max(0, size)))
@@ -208,7 +208,7 @@ def _elide(
     fixed = total - sum(u.tokens for u in units)
     if unit_notes is None:
         unit_notes = [""] * len(units)
-    markers = [counter.count(_mark(seqs[u.index], u.tokens, n)) + 2
+    markers = [count_repeated(counter, _mark(seqs[u.index], u.tokens, n)) + 2
                for u, n in zip(units, unit_notes, strict=True)]
     available = room - fixed
     for _ in range(4):

@@ -21,12 +21,20 @@ from dataclasses import dataclass, field
 from .errors import ConfigError
 from .messages import Message, StoredMessage, ToolCall
 from .summarizers.agent_state import DEFAULT_FACT_CHARS, call_signature, facts_and_failure
-from .tokens import TiktokenCounter, TokenCounter, count_message, framing_tokens
+from .tokens import (
+    TiktokenCounter,
+    TokenCounter,
+    count_message,
+    count_repeated,
+    framing_tokens,
+)
 
 __all__ = ["Masking", "mask_call", "masked_result", "stand_in", "stand_in_head"]
 
 #: The first words of every stand-in (tests and tools can recognise one).
 STAND_IN_PREFIX = "[contextfold: older tool result, shown as key facts"
+#: A stand-in head up to its seq (then `` {seq}] {name}:{called}``).
+_HEAD_START = f"{STAND_IN_PREFIX}; the full result is stored as seq"
 
 
 @dataclass(frozen=True)
@@ -76,7 +84,29 @@ def stand_in_head(message: Message, seq: int, call: ToolCall | None, masking: Ma
     called = ""
     if call is not None and not masking.keep_call_args:
         called = f" Called as {call_signature(call.name, call.arguments, 200)}."
-    return f"{STAND_IN_PREFIX}; the full result is stored as seq {seq}] {name}:{called}"
+    return f"{_HEAD_START} {seq}] {name}:{called}"
+
+
+def _head_end(head: str, seq: int) -> str:
+    """The part of ``head`` after its seq (``] {name}:{called}``)."""
+    return head[len(_HEAD_START) + 1 + len(str(seq)):]
+
+
+def head_tokens(counter: TokenCounter, head: str, seq: int) -> int:
+    """``counter.count(head)`` for a :func:`split_counter`, by parts: the fixed start
+    (counted once), then `` {seq}`` — a one-token space and one token per group of up to
+    three digits — and the rest from ``]`` on (counted once per tool name).
+
+    Exact for both tiktoken encodings: their pre-tokenisation ends a piece after the
+    start's last letter, makes a lone space before a digit a piece of its own, cuts a
+    digit run in groups of at most three, and starts a fresh piece at ``]``; every 1-3
+    digit string is one token; BPE merges only within a piece (tested against counting
+    the head whole, ``tests/test_masking_cost.py``)."""
+    if seq < 0:
+        return counter.count(head)
+    digits = len(str(seq))
+    return (count_repeated(counter, _HEAD_START) + 1 + (digits + 2) // 3
+            + count_repeated(counter, _head_end(head, seq)))
 
 
 def stand_in(message: Message, seq: int, call: ToolCall | None, masking: Masking,
@@ -133,7 +163,7 @@ def masked_result(counter: TokenCounter, item: StoredMessage, call: ToolCall | N
         return msg, item.tokens
     head = stand_in_head(msg, item.seq, call, masking)
     if split_counter(counter):
-        low = framing_tokens(counter, msg) + counter.count(head)
+        low = framing_tokens(counter, msg) + head_tokens(counter, head, item.seq)
         if low + 1 >= item.tokens:
             return msg, item.tokens  # a stand-in must save something
         found, failed = facts()

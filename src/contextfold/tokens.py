@@ -186,14 +186,9 @@ def framing_tokens(counter: TokenCounter, message: Message) -> int:
     return total
 
 
-def count_message(counter: TokenCounter, message: Message) -> int:
-    """Tokens ``message`` costs inside a chat request: framing, name, content, tool calls."""
-    total = framing_tokens(counter, message)
-    if isinstance(message.content, str):
-        total += counter.count(message.content)
-    else:
-        for part in message.content:
-            total += MEDIA_PART_TOKENS if isinstance(part, MediaPart) else counter.count(part.text)
+def call_tokens(counter: TokenCounter, message: Message) -> int:
+    """What ``message``'s tool calls cost (part of :func:`count_message`)."""
+    total = 0
     for call in message.tool_calls:
         total += (
             TOOL_CALL_OVERHEAD_TOKENS
@@ -202,6 +197,33 @@ def count_message(counter: TokenCounter, message: Message) -> int:
             + counter.count(call.id)
         )
     return total
+
+
+def count_message(counter: TokenCounter, message: Message) -> int:
+    """Tokens ``message`` costs inside a chat request: framing, name, content, tool calls."""
+    total = framing_tokens(counter, message)
+    if isinstance(message.content, str):
+        total += counter.count(message.content)
+    else:
+        for part in message.content:
+            total += MEDIA_PART_TOKENS if isinstance(part, MediaPart) else counter.count(part.text)
+    return total + call_tokens(counter, message) if message.tool_calls else total
+
+
+_REPEATED: dict[tuple[str, str], int] = {}  # (counter name, text) -> tokens
+
+
+def count_repeated(counter: TokenCounter, text: str) -> int:
+    """``counter.count(text)`` remembered by the counter's name (which identifies how it
+    counts, as for the counts stores keep), for short texts that recur: tool names, the
+    fixed parts of stand-ins, elision markers counted again on later turns."""
+    key = (counter.name, text)
+    tokens = _REPEATED.get(key)
+    if tokens is None:
+        if len(_REPEATED) >= 4096:
+            _REPEATED.clear()
+        tokens = _REPEATED[key] = counter.count(text)
+    return tokens
 
 
 def count_messages(counter: TokenCounter, messages: Iterable[Message]) -> int:

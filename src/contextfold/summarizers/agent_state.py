@@ -205,10 +205,10 @@ def render(pairs: Sequence[tuple[str, str]], max_chars: int
     groups: dict[str, list[str]] = {}
     rest: list[tuple[str, str]] = []
     used = 0
-    for label, value in pairs:
-        if used >= max_chars - 6:
-            rest.append((label, value))
-            continue
+    for k, (label, value) in enumerate(pairs):
+        if used >= max_chars - 6:  # full, and stays full: the rest are left out
+            rest.extend(pairs[k:])
+            break
         cost = len(value) + 2 + (0 if label in groups else len(label) + 2)
         if used + cost > max_chars:
             if groups:

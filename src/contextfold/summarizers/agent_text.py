@@ -182,8 +182,8 @@ def _candidates(text: str) -> dict[str, None]:
     if not text.isascii():
         return dict.fromkeys(_CANDIDATE.findall(text))
     runs = dict.fromkeys(text.encode("ascii").translate(_RUN_BYTES).split())
-    return {run.decode("ascii"): None for run in runs
-            if len(run.translate(None, b"0123456789/")) != len(run)}
+    return {run.decode("ascii"): None for run in runs  # (a run of letters is no value)
+            if not run.isalpha() and len(run.translate(None, b"0123456789/")) != len(run)}
 
 
 def _text_words(words: Iterable[str], facts: ValueFacts, bonus: float) -> None:
@@ -199,17 +199,19 @@ def _text_words(words: Iterable[str], facts: ValueFacts, bonus: float) -> None:
         w = word.strip(".:,;+-")  # keeps its digit or slash (never stripped)
         if len(w) < 3 or len(w) > 120:
             continue
+        # an ASCII word holds a letter exactly when case-mapping changes it (no regex call)
+        alpha = w.lower() != w.upper() if w.isascii() else _HAS_ALPHA(w) is not None
         if "/" in w:
-            if not _HAS_ALPHA(w):
+            if not alpha:
                 continue
             label, score = "paths", path_score
-        elif w[0].isdecimal() and _DATE.fullmatch(w):
+        elif w[0].isdecimal() and len(w) >= 10 and w[4] == "-" and _DATE.fullmatch(w):
             label, score = "dates", date_score
         elif w[0] in "$€£¥" or w[-1] == "%":
             if not _MONEY.fullmatch(w):
                 continue
             label, score = "amounts", amount_score
-        elif _HAS_ALPHA(w):
+        elif alpha:
             label, score = "ids", id_score
         else:
             continue
