@@ -95,11 +95,12 @@ def test_a_head_counted_by_parts_is_its_count_whole(counter: object) -> None:
 
 def _plain(item: StoredMessage, call: ToolCall | None, masking: Masking, counter: object
            ) -> tuple[Message, int]:
-    """The plain path: make the facts and the stand-in, count it whole, keep the smaller."""
+    """The plain path: make the facts and the stand-in, count it whole, and show it only
+    when it is at most three quarters of the result."""
     shown = stand_in(item.message, item.seq, call, masking,
                      facts_and_failure(item.message.text, masking.fact_chars))
     tokens = count_message(counter, shown)  # type: ignore[arg-type]
-    if tokens >= item.tokens:
+    if tokens * 4 > item.tokens * 3:
         return item.message, item.tokens
     return shown, tokens
 

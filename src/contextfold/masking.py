@@ -50,7 +50,7 @@ class Masking:
     default ``None`` masks only when the context would not fit its budget whole, so a
     model with room to spare sees every result verbatim.
     ``fact_chars``: room for a stand-in's key facts, in characters. A result whose stand-in
-    would not be smaller than itself is shown verbatim.
+    would not be at most three quarters of it is shown verbatim.
     """
 
     keep: int = 3
@@ -151,30 +151,37 @@ def masked_result(counter: TokenCounter, item: StoredMessage, call: ToolCall | N
                   masking: Masking, facts: Callable[[], tuple[list[str], bool]]
                   ) -> tuple[Message, int]:
     """The stored tool result ``item`` as shown when masked, and its tokens: its stand-in,
-    or the result itself when not maskable or when the stand-in would not be smaller.
+    or the result itself when not maskable or when the stand-in would not be at most three
+    quarters of it.
     ``facts``: makes the result's key facts (:func:`facts_and_failure`).
 
     With a tiktoken counter a stand-in costs its framing + its head's tokens + its tail's
     (:func:`split_counter`), and a tail is at least one token: a result whose stand-in's
-    head alone is not smaller gets no key facts made (the costly part), with the outcome
-    it would have had."""
+    head alone is too large gets no key facts made (the costly part), with the outcome it
+    would have had."""
     msg = item.message
     if not masking.maskable(call.name if call is not None else msg.name):
         return msg, item.tokens
     head = stand_in_head(msg, item.seq, call, masking)
     if split_counter(counter):
         low = framing_tokens(counter, msg) + head_tokens(counter, head, item.seq)
-        if low + 1 >= item.tokens:
-            return msg, item.tokens  # a stand-in must save something
+        if not _saves_enough(low + 1, item.tokens):
+            return msg, item.tokens
         found, failed = facts()
         tokens = low + counter.count(stand_in_tail(found, failed))
         shown = stand_in(msg, item.seq, call, masking, (found, failed), head)
     else:
         shown = stand_in(msg, item.seq, call, masking, facts(), head)
         tokens = count_message(counter, shown)
-    if tokens >= item.tokens:
-        return msg, item.tokens  # a stand-in must save something
+    if not _saves_enough(tokens, item.tokens):
+        return msg, item.tokens
     return shown, tokens
+
+
+def _saves_enough(stand_in_tokens: int, result_tokens: int) -> bool:
+    """A stand-in replaces a result only when it is at most three quarters of it: one
+    barely smaller would save a few tokens and lose the result's own text."""
+    return stand_in_tokens * 4 <= result_tokens * 3
 
 
 def mask_call(message: Message, masking: Masking) -> Message:
