@@ -418,9 +418,9 @@ class AsyncMemory:
             else 0,
         )
         live: Sequence[StoredMessage] = snap.live
+        limit = self._live_limit(stats)  # independent of live_tokens: masking leaves it as is
         if not force:  # with masking: fold only when masking is not enough
-            stats, live = self._views.masked_plan_input(sid, stats, live,
-                                                        self._live_limit(stats))
+            stats, live = self._views.masked_plan_input(sid, stats, live, limit)
         now = self.clock()
         if not force and not self.policy.triggered(stats, now):
             return None
@@ -431,7 +431,7 @@ class AsyncMemory:
         else:
             plan = self.policy.plan(stats, live, now)
             # masking on: the newest result stays, until the conversation has moved on
-            plan = self._views.keep_newest_result(sid, plan, self._live_limit(stats))
+            plan = self._views.keep_newest_result(sid, plan, limit)
         return (snap, plan) if plan is not None else None
 
     async def _fold(

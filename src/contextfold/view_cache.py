@@ -128,15 +128,15 @@ class ViewCache:
             if last < 0 or not view.items or view.items[0].seq > plan.lo:
                 return plan
             full = view._full
-            if live_limit is None:  # other policies: what the plan folds, but the result
+            unit = live_limit
+            if unit is None:  # other policies: what the plan folds, but the result's group
                 first, g = view.items[0].seq, view._group[last]
                 lo, hi = (min(max(s - first, 0), len(view.items)) for s in (plan.lo, plan.hi + 1))
-                result = max(0, full[min(hi, last + 1)] - full[max(lo, g)])
-                live_limit = full[hi] - full[lo] - result
+                unit = full[hi] - full[lo] - max(0, full[min(hi, last + 1)] - full[max(lo, g)])
             after = full[-1] - full[last + 1]
             users_after = len(view._user_cuts) - bisect_right(view._user_cuts, last)
-            if after > STALE_RESULT_FACTOR * max(live_limit, 1) or (
-                    after > live_limit and users_after >= STALE_USER_TURNS):
+            if after > STALE_RESULT_FACTOR * max(unit, 1) or (
+                    after > unit and users_after >= STALE_USER_TURNS):
                 return plan  # the conversation has moved on: the result is history now
             first_kept = view.items[view._group[last]].seq
         if plan.hi < first_kept:

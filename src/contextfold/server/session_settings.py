@@ -32,7 +32,6 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    PrivateAttr,
     field_validator,
     model_validator,
 )
@@ -206,22 +205,19 @@ class SessionSettings(BaseModel):
         default=None, description="Observation masking's options (null: off)"
     )
 
-    _masking_by_preset: bool = PrivateAttr(default=False)
-
     @model_validator(mode="after")
     def _preset_masks(self) -> SessionSettings:
         """Masking left out follows the preset (on for ``agent``), and follows it again
-        when an overlay changes the preset."""
+        when an overlay changes the preset (``masking`` then stays out of the fields set)."""
         if "masking" not in self.model_fields_set:
             object.__setattr__(self, "masking", MaskingSettings() if self.preset == "agent"
                                else None)  # frozen: set once, while validating
-            self._masking_by_preset = True
         return self
 
     def overlay(self, patch: SettingsPatch) -> SessionSettings:
         """These settings with the patch's set fields replacing them."""
         data = self.model_dump()
-        if self._masking_by_preset:
+        if "masking" not in self.model_fields_set:  # it followed the preset: it still does
             del data["masking"]
         data.update(patch.stored())
         return SessionSettings.model_validate(data)
