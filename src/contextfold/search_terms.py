@@ -22,7 +22,7 @@ from functools import lru_cache
 from .errors import ConfigError
 from .stores.search import MAX_TERMS, fold, words
 
-__all__ = ["MAX_QUERY_CHARS", "STOPWORD_LANGUAGES", "is_stopword", "query_terms"]
+__all__ = ["MAX_QUERY_CHARS", "STOPWORD_LANGUAGES", "is_stopword", "query_terms", "search_terms"]
 
 #: Characters of a text that are read for terms.
 MAX_QUERY_CHARS = 20_000
@@ -62,3 +62,9 @@ def query_terms(text: str, *, max_terms: int = MAX_TERMS) -> list[str]:
         if len(out) == max_terms:
             break
     return out
+
+
+def search_terms(text: str) -> list[str]:
+    """The terms of a history search someone typed: :func:`query_terms`, or — when
+    ``text`` is only stop words ("the who") — all its words, so it is still searched."""
+    return query_terms(text) or list(dict.fromkeys(words(text[:MAX_QUERY_CHARS])))[:MAX_TERMS]

@@ -11,13 +11,13 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, Field
 
-from ...search_terms import query_terms
-from ...stores.search import MAX_TERMS, SearchHit, words
+from ...search_terms import search_terms
+from ...stores.search import SearchHit
 from ..deps import PROBLEM_RESPONSES, tenant_session
 from ..problems import ProblemError
 from ..tenancy import ScopedSession
 
-__all__ = ["SearchHitOut", "SearchResponse", "router", "search_terms_of"]
+__all__ = ["SearchHitOut", "SearchResponse", "router"]
 
 router = APIRouter(prefix="/v1", tags=["sessions"], responses=PROBLEM_RESPONSES)
 
@@ -47,12 +47,6 @@ class SearchResponse(BaseModel):
     hits: list[SearchHitOut] = Field(description="Best first")
 
 
-def search_terms_of(q: str) -> list[str]:
-    """The terms searched for ``q``: its words without stop words — or, when it is only
-    stop words ("the who"), all its words."""
-    return query_terms(q) or list(dict.fromkeys(words(q)))[:MAX_TERMS]
-
-
 @router.get(
     "/sessions/{session_id}/search",
     response_model=SearchResponse,
@@ -68,9 +62,8 @@ async def search_session(
 ) -> SearchResponse:
     if "\x00" in q:
         raise ProblemError(422, "validation_error", "q must not contain NUL characters")
-    terms = search_terms_of(q)
-    await scoped.memory.stats(scoped.store_id)  # sets the store up on first use
-    hits = await scoped.memory.store.search(scoped.store_id, terms, limit=limit, folded=folded)
+    terms = search_terms(q)
+    hits = await scoped.memory.search(scoped.store_id, terms, limit=limit, folded=folded)
     return SearchResponse(
         session_id=scoped.session_id, terms=terms, hits=[SearchHitOut.of(h) for h in hits]
     )
