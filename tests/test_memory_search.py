@@ -12,7 +12,7 @@ from contextfold.errors import ValidationError
 
 
 def test_memory_search_finds_folded_and_live_messages(tmp_path: Path) -> None:
-    with Memory(tmp_path / "m.db", policy=MessageCount(4, fold=3)) as memory:
+    with Memory(str(tmp_path / "m.db"), policy=MessageCount(4, fold=3)) as memory:
         memory.add("s", {"role": "user", "content": "We booked the ferry to Bodrum"},
                    {"role": "assistant", "content": "Ferry booked for the 14th."},
                    {"role": "user", "content": "My cat is called Pamuk"},
