@@ -82,6 +82,7 @@ def test_replay_context_json_is_within_budget_with_summary_first(
         "json",
         "--tokenizer",
         "cl100k",
+        "--replace",
     )
     stats = json.loads(out)
     assert stats["messages"] == 300 and stats["folds"] > 0 and stats["context_tokens"] <= 1000

@@ -84,7 +84,8 @@ def test_message_count_and_fixed_cells_plans_are_safe(
 
 def test_message_count_thresholds_are_strict() -> None:
     policy = MessageCount(30, fold=20, keep_last=10, min_tokens=15_000)
-    for count, per_msg, fires in ((30, 750, False), (31, 750, False), (31, 751, True)):
+    # the candidates are all but the newest keep_last: 21 of 31 messages
+    for count, per_msg, fires in ((30, 800, False), (31, 714, False), (31, 715, True)):
         live = stored([Message(role="user", content="x")] * count, per_msg)
         plan = policy.plan(stats_for(live), live, NOW)
         assert (plan is not None) == fires, (count, per_msg)

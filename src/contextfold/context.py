@@ -51,6 +51,7 @@ __all__ = [
     "SUMMARY_HEADER",
     "Context",
     "LiveView",
+    "bridge_turn_tokens",
     "build_context",
     "render_summary",
 ]
@@ -158,7 +159,7 @@ def build_context(
 _BRIDGE_TOKENS: dict[int, tuple[TokenCounter, int]] = {}
 
 
-def _bridge_tokens(counter: TokenCounter) -> int:
+def bridge_turn_tokens(counter: TokenCounter) -> int:
     """The bridge turn's token count, once per counter."""
     hit = _BRIDGE_TOKENS.get(id(counter))
     if hit is None or hit[0] is not counter:
@@ -410,7 +411,7 @@ class LiveView:
         summary_msg = render_summary(summary_text) if summary_text else None
         if summary_msg is not None and summary_tokens <= 0:
             summary_tokens = count_message(counter, summary_msg)
-        bridge_tokens = _bridge_tokens(counter)
+        bridge_tokens = bridge_turn_tokens(counter)
         items = self.items
         n = len(items)
 

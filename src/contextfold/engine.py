@@ -34,7 +34,8 @@ from datetime import datetime, timezone
 from typing import Any, Literal, TypeVar
 
 from .batch import fold_in_waves
-from .context import Context, summary_overhead
+from .budget import budget_plan, check_budget, over_budget, policy_keep_last
+from .context import Context, bridge_turn_tokens, summary_overhead
 from .errors import ConfigError
 from .exclusive import fold_exclusively
 from .folding import run_fold
@@ -134,6 +135,11 @@ class AsyncMemory:
     is not enough (the ``agent`` preset, :class:`~contextfold.settings.AgentSettings`,
     turns it on).
     ``locales`` picks the national detectors of the default redactor (``["tr", "de"]``).
+    ``max_tokens``: the context budget (default: the policy's ``max_tokens``, if any):
+    ``context()``'s default, and a hard fold trigger whatever the policy — a session whose
+    context would not fit it whole is folded (oldest first, ``keep_last`` kept) rather
+    than shown trimmed. A ``MessageCount`` whose ``min_tokens`` could never be exceeded
+    within it is a ``ConfigError``.
     """
 
     def __init__(
@@ -158,6 +164,7 @@ class AsyncMemory:
         fold_lease_seconds: float = 60.0,
         masking: Masking | bool | None = None,
         locales: Sequence[str] | None = None,
+        max_tokens: int | None = None,
     ) -> None:
         if fold not in ("inline", "manual", "deferred"):
             raise ConfigError(f"fold must be 'inline', 'manual' or 'deferred', got {fold!r}")
@@ -168,6 +175,14 @@ class AsyncMemory:
         self.store: Store = open_store(store)
         self.counter = get_counter(tokenizer)
         self.policy: Policy = policy if policy is not None else TokenBudget(4000)
+        if max_tokens is None:
+            own = getattr(self.policy, "max_tokens", None)
+            max_tokens = own if isinstance(own, int) and not isinstance(own, bool) else None
+        elif isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 16:
+            raise ConfigError(f"max_tokens must be an integer >= 16, got {max_tokens!r}")
+        check_budget(self.policy, max_tokens)
+        self.max_tokens = max_tokens
+        self._keep_last = policy_keep_last(self.policy)
         if summarizer is None:
             from .summarizers.extractive import ExtractiveSummarizer
 
@@ -187,7 +202,14 @@ class AsyncMemory:
         self.tools = list(tools) if tools else None
         self.fold_mode: FoldMode = fold
         cap = summary_max_tokens or getattr(self.policy, "summary_max_tokens", None)
+        if cap is None and max_tokens is not None:  # a budget, no cap: leave room verbatim
+            cap = min(DEFAULT_SUMMARY_MAX_TOKENS, max(16, max_tokens * 3 // 5))
         self.summary_max_tokens: int = cap or DEFAULT_SUMMARY_MAX_TOKENS
+        if max_tokens is not None and self.summary_max_tokens >= max_tokens:
+            raise ConfigError(
+                f"summary_max_tokens ({self.summary_max_tokens}) must be below max_tokens "
+                f"({max_tokens}), or no summary fits the context"
+            )
         self._summary_overhead = summary_overhead(self.counter)
         if self.summary_max_tokens <= self._summary_overhead + 8:
             raise ConfigError(f"summary_max_tokens {self.summary_max_tokens} is too small")
@@ -332,13 +354,30 @@ class AsyncMemory:
 
     def _wants_fold(self, stats: SessionStats, now: datetime | None = None) -> bool:
         stats, now = self._with_reserved(stats), self.clock() if now is None else now
-        if not self.policy.triggered(stats, now):
+        if not self.policy.triggered(stats, now) and not self._over_budget(stats):
             return False  # masked sizes are never larger: no stand-in needs making to know
         if self.masking is None:
             return True
         # with masking, the policy sees the live messages at the size they are shown
         shown = self._views.masked_stats(stats.session_id, stats, self._live_limit(stats))
-        return self.policy.triggered(shown, now)
+        return self.policy.triggered(shown, now) or self._over_budget(shown)
+
+    def _over_budget(self, stats: SessionStats) -> bool:
+        """The budget as a hard trigger: the whole context (a bridge turn counted) would
+        not fit ``max_tokens``, so a view would have to leave live messages out."""
+        budget = self.max_tokens
+        return budget is not None and over_budget(stats, budget, bridge_turn_tokens(self.counter))
+
+    def _budget_plan(
+        self, stats: SessionStats, live: Sequence[StoredMessage], now: datetime
+    ) -> FoldPlan | None:
+        """The fold the budget makes due (None: within it)."""
+        if self.max_tokens is None:
+            return None
+        bridged = evolve(stats, reserved_tokens=stats.reserved_tokens
+                         + bridge_turn_tokens(self.counter))
+        return budget_plan(bridged, live, now, self.max_tokens, keep_last=self._keep_last,
+                           summary_max_tokens=self.summary_max_tokens)
 
     def _live_limit(self, stats: SessionStats) -> int | None:
         """With a ``TokenBudget``: the live tokens above which it fires (the fold check with
@@ -424,14 +463,18 @@ class AsyncMemory:
         if not force:  # with masking: fold only when masking is not enough
             stats, live = self._views.masked_plan_input(sid, stats, live, limit)
         now = self.clock()
-        if not force and not self.policy.triggered(stats, now):
+        fired = force or self.policy.triggered(stats, now)
+        if not fired and not self._over_budget(stats):
             return None
         plan: FoldPlan | None
         if force:
             cuts = safe_cuts(live)
             plan = FoldPlan(live[0].seq, live[cuts[-1] - 1].seq, "forced") if cuts[-1] else None
         else:
-            plan = self.policy.plan(stats, live, now)
+            plan = self.policy.plan(stats, live, now) if fired else None
+            over = self._budget_plan(stats, live, now)
+            if over is not None and (plan is None or over.hi > plan.hi):
+                plan = over if plan is None or plan.action == "fold" else plan
             # masking on: the newest result stays, until the conversation has moved on
             plan = self._views.keep_newest_result(sid, plan, limit)
         return (snap, plan) if plan is not None else None
@@ -482,7 +525,7 @@ class AsyncMemory:
         """The provider-ready context, never over ``max_tokens`` (default: the policy's
         budget when it has one). ``system``/``tools`` default to the Memory's."""
         sid = _check_session_id(session_id)
-        budget = max_tokens if max_tokens is not None else getattr(self.policy, "max_tokens", None)
+        budget = max_tokens if max_tokens is not None else self.max_tokens
         if budget is not None and (
             isinstance(budget, bool) or not isinstance(budget, int) or budget < 1
         ):

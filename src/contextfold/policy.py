@@ -331,7 +331,8 @@ class TokenBudget:
 class MessageCount:
     """Fold when there are more than ``max_messages`` live messages and, if ``min_tokens``
     is set, the candidates hold more than ``min_tokens`` tokens (both strictly greater).
-    The candidates are the oldest ``fold`` messages (default: all but ``keep_last``)."""
+    The candidates are every live message but the newest ``keep_last``; a fold folds the
+    oldest ``fold`` of them (default: all of them)."""
 
     max_messages: int
     fold: int | None = None
@@ -362,7 +363,7 @@ class MessageCount:
             return None
         limit = len(live) - self.keep_last
         want = limit if self.fold is None else min(self.fold, limit)
-        if self.min_tokens is not None and sum(m.tokens for m in live[:want]) <= self.min_tokens:
+        if self.min_tokens is not None and sum(m.tokens for m in live[:limit]) <= self.min_tokens:
             return None
         cuts = safe_cuts(live)
         cut = _cut_at_most(cuts, want)
@@ -567,3 +568,4 @@ def all_of(*policies: Policy) -> Policy:
     if not policies:
         raise ConfigError("all_of() needs at least one policy")
     return _AllOf(tuple(policies))
+

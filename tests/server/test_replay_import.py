@@ -97,3 +97,44 @@ def test_lines_with_their_own_ids_keep_them(tmp_path: Path) -> None:
     with Memory(f"sqlite:///{db}") as memory:
         ids = [m.message.id for m in memory.messages("s")]
     assert ids[0] == "mine-1" and ids[1] is not None and ids[1].startswith("chat.jsonl:2:")
+
+
+def test_replay_onto_an_existing_session_refuses_without_replace_or_append(
+    tmp_path: Path,
+) -> None:
+    db, path, other = tmp_path / "r.db", tmp_path / "chat.jsonl", tmp_path / "other.jsonl"
+    path.write_text("\n".join(lines(6)) + "\n")
+    assert replay(path, db)[0] == 0
+    before = stored(db)
+    other.write_text("\n".join(lines(2)) + "\n")
+    code, out = replay(other, db)
+    assert code == 2 and "session 's' already exists (6 messages)" in out
+    assert "--append" in out and "--replace" in out
+    assert stored(db) == before
+    code, out = replay(other, db, "--append", "--replace")
+    assert code == 2 and "exclude each other" in out and stored(db) == before
+    code, out = replay(other, db, "--replace")
+    assert code == 0 and json.loads(out.split("\n", 1)[1])["session"] == "s"
+    assert stored(db) == [json.loads(line)["content"] for line in lines(2)]
+
+
+def test_an_empty_transcript_is_an_error_and_touches_nothing(tmp_path: Path) -> None:
+    db, path, empty = tmp_path / "r.db", tmp_path / "chat.jsonl", tmp_path / "empty.jsonl"
+    path.write_text("\n".join(lines(4)) + "\n")
+    assert replay(path, db)[0] == 0
+    before = stored(db)
+    for text in ("", "\n\n  \n"):
+        empty.write_text(text)
+        for flags in ((), ("--replace",), ("--append",)):
+            code, out = replay(empty, db, *flags)
+            assert code == 2 and "empty.jsonl: no messages" in out, (flags, out)
+            assert stored(db) == before
+
+
+def test_replay_names_the_session_it_wrote(tmp_path: Path) -> None:
+    db, path = tmp_path / "r.db", tmp_path / "chat.jsonl"
+    path.write_text("\n".join(lines(4)) + "\n")
+    result = CliRunner().invoke(cli, ["replay", str(path), "--max-tokens", "2000", "--db",
+                                      str(db), "--output", "summary"])
+    assert result.exit_code == 0
+    assert f"replayed into session 'chat' of {db.resolve()}: 4 messages" in result.stderr

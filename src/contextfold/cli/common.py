@@ -82,6 +82,19 @@ def store_url(db: str | Path | None) -> str:
     return f"sqlite:///{path.expanduser().resolve()}"
 
 
+def describe_store(db: str | Path | None) -> str:
+    """The store a ``--db`` value names, fit to print: a SQLite file as its path, a URL
+    without its password."""
+    url = store_url(db)
+    if url.startswith("sqlite:///"):
+        return url.removeprefix("sqlite:///")
+    scheme, sep, rest = url.partition("://")
+    auth, at, host = rest.rpartition("@")
+    if at and ":" in auth:
+        rest = f"{auth.split(':', 1)[0]}:***@{host}"
+    return f"{scheme}{sep}{rest}"
+
+
 def open_memory(db: str | Path | None, **options: Any) -> Memory:
     return Memory(store_url(db), **options)
 

@@ -9,15 +9,17 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..errors import ValidationError
+from ..errors import ConfigError, ValidationError
 from ..memory import Memory
 from ..messages import DEFAULT_MAX_MESSAGE_CHARS, Message, check_sequence, check_text
 from ..policy import TokenBudget
 from .common import (
     SUMMARIZERS,
     db_option,
+    describe_store,
     emit_json,
     err_console,
     guard,
@@ -145,13 +147,19 @@ def replay_into(
     "--session",
     "session_id",
     default=None,
-    help="Session id to replay into (default: the file name); replaced if it exists.",
+    help="Session id to replay into (default: the file name). An existing session is "
+    "left alone unless --replace or --append is given.",
 )
 @click.option(
     "--append",
     is_flag=True,
-    help="Add to the session instead of replacing it; lines already stored are skipped "
+    help="Add to an existing session; lines already stored are skipped "
     "(re-run an interrupted import safely).",
+)
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="Delete an existing session (messages, summary, ledger) and replay into it afresh.",
 )
 @click.option(
     "--output",
@@ -173,6 +181,7 @@ def replay(
     tokenizer: str,
     session_id: str | None,
     append: bool,
+    replace: bool,
     output: str,
     fmt: str,
     db: str | None,
@@ -180,15 +189,20 @@ def replay(
     """Stream TRANSCRIPT (JSONL: one message per line with role, content, optional name,
     timestamp and id) through a memory with a MAX_TOKENS budget and print the final context.
 
-    The whole file is checked first: a bad line stops the import before anything is
-    stored or replaced. Lines without an id get one from the file name, line number and
-    content, so running an import again never stores a line twice.
+    The whole file is checked first: a bad line (or a file with no messages) stops the
+    import before anything is stored or replaced. An existing session is never touched
+    unless you say how: --append adds to it, --replace deletes it first. Lines without an
+    id get one from the file name, line number and content, so running an import again
+    never stores a line twice.
 
     \b
     Example:
       contextfold replay chat.jsonl --max-tokens 4000 --format json > context.json
       contextfold replay chat.jsonl --max-tokens 4000 --model openai:gpt-4o-mini
+      contextfold replay chat.jsonl --max-tokens 4000 --append   # finish an import
     """
+    if append and replace:
+        raise ConfigError("--append and --replace exclude each other: pick one")
     sid = session_id or transcript.stem
     with open_memory(
         db,
@@ -197,7 +211,17 @@ def replay(
         policy=TokenBudget(max_tokens),
     ) as memory:
         messages = read_transcript(transcript)  # all checked before anything changes
-        if not append and memory.delete(sid):
+        if not messages:
+            raise ValidationError(f"{transcript}: no messages (an empty transcript); "
+                                  "nothing was stored or replaced")
+        existing = memory.stats(sid)
+        if existing is not None and not (append or replace):
+            raise ConfigError(
+                f"session {sid!r} already exists ({existing.last_seq} messages): pass "
+                "--append to add to it, --replace to delete it and replay afresh, or "
+                "--session NAME to replay into another session"
+            )
+        if replace and memory.delete(sid):
             err_console.print(f"[dim]replaced the earlier session {sid!r}[/]")
         stats = replay_into(memory, sid, messages, show_progress=fmt == "text")
         ctx = memory.context(sid)
@@ -234,9 +258,12 @@ def replay(
             emit_json(ctx.to_openai())
         else:
             print_context(ctx)
+        if fmt == "text":  # JSON output names the session in its own fields
             err_console.print(
-                f"[dim]{stats['messages']} messages, {stats['folds']} folds, context "
-                f"{ctx.tokens}/{max_tokens} tokens, {stats['seconds']} s[/]"
+                f"[dim]replayed into session {escape(repr(sid))} of {escape(describe_store(db))}: "
+                f"{stats['messages']} messages, {stats['folds']} folds, context "
+                f"{ctx.tokens}/{max_tokens} tokens, {stats['seconds']} s[/]",
+                soft_wrap=True,
             )
 
 

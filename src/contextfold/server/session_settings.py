@@ -7,8 +7,10 @@ what ``PUT /v1/sessions/{id}/settings`` stored for it. They become the options o
 * ``policy: token_budget`` — ``TokenBudget(budget, target, keep_last, summary_max_tokens)``:
   fold when the context exceeds ``budget``.
 * ``policy: message_count`` — ``MessageCount(max_messages, fold=fold_messages, keep_last,
-  min_tokens)``: the rolling-summary recipe (e.g. fold when more than 30 messages and the
-  oldest 20 exceed 15,000 tokens, keep 10). ``budget`` still bounds the context view.
+  min_tokens)``: the rolling-summary recipe (e.g. fold when more than 30 messages and all
+  but the newest 10 exceed 15,000 tokens; fold the oldest 20, keep 10).
+* Whatever the policy, ``budget`` bounds the context view and is a hard fold trigger: a
+  session whose context would not fit it is folded rather than shown trimmed.
 * ``context_limit_tokens`` adds ``ReportedUsage(limit)`` (``any_of``): fold when the
   provider-reported input tokens (``POST …/usage``) exceed it.
 * ``preset`` (``conversation``/``agent``/``character``), ``task_context`` and ``character``
@@ -248,6 +250,7 @@ class SessionSettings(BaseModel):
         masking)."""
         options: dict[str, Any] = {
             "policy": self.policy_object(),
+            "max_tokens": self.budget,  # a hard fold trigger, whatever the policy
             "masking": self.masking.masking() if self.masking is not None else None,
         }
         if self.summary_max_tokens is not None:
