@@ -11,33 +11,26 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.browser import chromium, require_playwright
+
 from .live import Served, start_server, stop
 
-playwright_api = pytest.importorskip(
-    "playwright.sync_api", reason='needs Playwright: pip install -e ".[dev]"'
-)
+require_playwright()
+import playwright.sync_api as playwright_api  # noqa: E402 - only once Playwright is known
+
 expect = playwright_api.expect
 Page = playwright_api.Page
-
-
-def _chromium() -> str:
-    found = os.environ.get("CONTEXTFOLD_CHROMIUM") or shutil.which("chromium")
-    if not found:
-        pytest.fail("no chromium on PATH: apt-get install -y chromium (.ci/run does it), or set "
-                    "CONTEXTFOLD_CHROMIUM to a Chromium binary")
-    return found
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
     with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
+        b = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
         try:
             yield b
         finally:
