@@ -37,7 +37,12 @@ def test_sessions_list_filter_sort_and_pages(served: Served) -> None:
         assert page["total"] == 6 and page["next_cursor"] is None
         flaky = next(s for s in page["sessions"] if s["session_id"] == "flaky-fold")
         assert flaky["folds"] == 0 and flaky["failed_folds"] > 0
-        assert flaky["context_tokens"] > flaky["budget"] == 700
+        # its folds fail: what is stored is over the budget, what the model receives is not
+        assert flaky["context_tokens"] <= flaky["budget"] == 700 < flaky["stored_tokens"]
+        assert 0 < flaky["waiting_messages"] < flaky["live"]
+        for row in page["sessions"]:
+            assert row["budget"] is None or row["context_tokens"] <= row["budget"], row
+            assert row["context_tokens"] <= row["stored_tokens"] or row["waiting_messages"] == 0
         chat = next(s for s in page["sessions"] if s["session_id"] == "long-chat")
         assert chat["folds"] >= 5 and chat["summarizer_tokens"] > 0
         assert chat["messages"] == chat["live"] + chat["folded"] == 80
@@ -93,23 +98,42 @@ def test_series_matches_the_stored_totals_and_pages_back(served: Served) -> None
         assert info["retention"] == "archive" and info["summary_history"] is True
         latest = _get(c, "/v1/sessions/long-chat/inspect/series", limit=30)
         assert latest["budget"] == 700 and latest["last_seq"] == 80
-        assert latest["points"][-1]["context_tokens"] == info["context_tokens"]
+        assert latest["points"][-1]["stored_tokens"] == info["stored_tokens"]
+        assert info["context_tokens"] <= 700
         assert [p["seq"] for p in latest["points"]] == list(range(51, 81))
-        seqs, folds = [], []
+        seqs, folds, points = [], [], []
         before = None
         while True:
             page = _get(c, "/v1/sessions/long-chat/inspect/series", limit=25,
                         **({"before_seq": before} if before else {}))
             seqs = [p["seq"] for p in page["points"]] + seqs
+            points = page["points"] + points
             folds = page["folds"] + folds
             before = page["next_before_seq"]
             if before is None:
                 break
         assert seqs == list(range(1, 81))
+        assert all(p["context_tokens"] <= 700 for p in points)
         assert [f["version"] for f in folds] == list(range(1, info["folds"] + 1))
         for f in folds:
             assert f["before_tokens"] > 700 >= f["after_tokens"]  # each fold brought it under
             assert f["lo"] <= f["through_seq"] <= f["at_seq"]
+
+
+def test_numbers_say_what_the_model_received_apart_from_what_waits(served: Served) -> None:
+    """A session whose folds fail stores more than its budget; the inspector's numbers for
+    "the context" are what ``context()`` gives (never over the budget), and what is stored
+    live and waiting to fold is reported apart."""
+    with served.client() as c:
+        info = _get(c, "/v1/sessions/flaky-fold/inspect")
+        ctx = _get(c, "/v1/sessions/flaky-fold/inspect/context")
+        assert info["context_tokens"] == ctx["tokens"] <= info["budget"] == 700
+        assert info["waiting_messages"] == ctx["omitted"] > 0
+        assert info["stored_tokens"] > 700
+        series = _get(c, "/v1/sessions/flaky-fold/inspect/series")
+        assert max(p["stored_tokens"] for p in series["points"]) > 700
+        assert all(p["context_tokens"] <= 700 for p in series["points"])
+        assert series["points"][-1]["stored_tokens"] == info["stored_tokens"]
 
 
 def test_timeline_marks_folded_messages_with_their_fold(served: Served) -> None:
@@ -256,8 +280,8 @@ def test_delete_retention_shows_numbers_not_deleted_text(tmp_path: Path) -> None
         assert [m["seq"] for m in timeline["messages"]] == list(
             range(through + 1, info["messages"] + 1))
         series = _get(c, "/v1/sessions/p/inspect/series")
-        points = {p["seq"]: p["context_tokens"] for p in series["points"]}
-        assert points[1] is None and points[info["messages"]] == info["context_tokens"]
+        points = {p["seq"]: p["stored_tokens"] for p in series["points"]}
+        assert points[1] is None and points[info["messages"]] == info["stored_tokens"]
         assert all(f["before_tokens"] is None or f["at_seq"] > through
                    for f in series["folds"])
         latest = _get(c, f"/v1/sessions/p/inspect/folds/{info['folds']}")

@@ -11,33 +11,26 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.browser import chromium, require_playwright
+
 from .live import Served, start_server, stop
 
-playwright_api = pytest.importorskip(
-    "playwright.sync_api", reason='needs Playwright: pip install -e ".[dev]"'
-)
+require_playwright()
+import playwright.sync_api as playwright_api  # noqa: E402 - only once Playwright is known
+
 expect = playwright_api.expect
 Page = playwright_api.Page
-
-
-def _chromium() -> str:
-    found = os.environ.get("CONTEXTFOLD_CHROMIUM") or shutil.which("chromium")
-    if not found:
-        pytest.fail("no chromium on PATH: apt-get install -y chromium (.ci/run does it), or set "
-                    "CONTEXTFOLD_CHROMIUM to a Chromium binary")
-    return found
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
     with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
+        b = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
         try:
             yield b
         finally:
@@ -72,6 +65,37 @@ def _login(page: Page, served: Served) -> None:
 def _stat(page: Page, label: str) -> object:
     return page.locator("#session-stats dt", has_text=re.compile(f"^{label}$")).locator(
         "xpath=following-sibling::dd")
+
+
+def _chart_ys(page: Page, selector: str) -> list[float]:
+    return page.evaluate("""(sel) => {
+      const el = document.querySelector(sel);
+      if (!el) return [];
+      return [...el.getAttribute("d").matchAll(/[ML][\\d.]+,([\\d.]+)/g)].map((m) => Number(m[1]));
+    }""", selector)
+
+
+def test_numbers_are_what_the_model_received(page: Page, served: Served) -> None:
+    """flaky-fold's folds fail, so it stores more than its 700-token budget: the list, the
+    stats and the chart's context line show what the model received (never over the
+    budget), and what waits to fold is shown apart, labelled. (Runs before the test that
+    folds this session.)"""
+    _login(page, served)
+    row = page.locator("#sessions-table tbody tr", has_text="flaky-fold")
+    expect(row.locator(".bar")).not_to_have_class(re.compile(r"\bover\b"))
+    expect(row).to_contain_text("waiting to fold")
+    page.get_by_role("link", name="flaky-fold").click()
+    sent = _stat(page, "Context sent / budget")
+    expect(sent).to_have_text(re.compile(r"^[\d,]+ / 700$"))
+    assert int(sent.inner_text().split(" / ")[0].replace(",", "")) <= 700  # type: ignore[attr-defined]
+    expect(_stat(page, "Stored live, waiting to fold")).to_contain_text("messages")
+    expect(page.locator("#chart .ctx")).to_be_visible()
+    budget_y = float(page.locator("#chart .budget").get_attribute("y1") or "nan")
+    context_ys = _chart_ys(page, "#chart .ctx")
+    stored_ys = _chart_ys(page, "#chart .stored")
+    assert context_ys and all(y >= budget_y - 0.5 for y in context_ys)  # never above the line
+    assert stored_ys and min(stored_ys) < budget_y  # stored went over it, drawn apart
+    expect(page.locator("#chart")).to_contain_text("stored, waiting to fold (not sent)")
 
 
 def test_list_session_fold_diff_and_fold_now(page: Page, served: Served, shots: Path) -> None:

@@ -52,12 +52,45 @@ def test_series_is_the_brute_force_context(session: tuple[dict[int, int], list[S
     points = context_series(window, versions, list(range(first, n + 1)))
     assert [p.context_tokens for p in points] == [brute(tokens, versions, s)
                                                   for s in range(first, n + 1)]
+    assert [p.stored_tokens for p in points] == [p.context_tokens for p in points]
     # a deleted message makes the points that need it unknown, never wrong
     if len(window) > 1:
         gone = data.draw(st.sampled_from(sorted(window)))
         partial = {s: t for s, t in window.items() if s != gone}
         for p in context_series(partial, versions, list(range(first, n + 1))):
             assert p.context_tokens in (None, brute(tokens, versions, p.seq))
+
+
+def brute_received(tokens: dict[int, int], versions: list[SummaryVersion], seq: int,
+                   budget: int) -> int:
+    """The summary and the newest whole live messages that fit the budget."""
+    active = [v for v in versions if v.at_seq <= seq]
+    through = active[-1].through_seq if active else 0
+    total = active[-1].tokens if active else 0
+    if total > budget:
+        return budget
+    for s in range(seq, through, -1):
+        if total + tokens[s] > budget:
+            break
+        total += tokens[s]
+    return total
+
+
+@given(sessions(), st.integers(1, 400), st.data())
+def test_received_context_is_never_over_the_budget(
+        session: tuple[dict[int, int], list[SummaryVersion]], budget: int,
+        data: st.DataObject) -> None:
+    """What the model received is the summary and the newest live messages that fit the
+    budget; what was stored is everything, over the budget while messages wait to fold."""
+    tokens, versions = session
+    n = max(tokens)
+    first = data.draw(st.integers(1, n))
+    window = {s: t for s, t in tokens.items() if s >= needed_from(versions, first)}
+    for p in context_series(window, versions, list(range(first, n + 1)), budget):
+        assert p.stored_tokens == brute(tokens, versions, p.seq)
+        assert p.context_tokens == brute_received(tokens, versions, p.seq, budget)
+        assert p.context_tokens is not None and p.context_tokens <= budget
+        assert p.context_tokens <= p.stored_tokens
 
 
 @given(sessions())

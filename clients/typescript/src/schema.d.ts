@@ -713,7 +713,7 @@ export interface components {
             budget: number | null;
             /**
              * Context Tokens
-             * @description Summary + live messages, in tokens
+             * @description Tokens of the context the model receives now (the summary and the live messages that fit the budget, without the client's system prompt): never over the budget
              */
             context_tokens: number;
             /** Failed Folds */
@@ -750,6 +750,11 @@ export interface components {
             /** Session Id */
             session_id: string;
             /**
+             * Stored Tokens
+             * @description Summary + every live message stored, in tokens (over the budget while messages wait to fold)
+             */
+            stored_tokens: number;
+            /**
              * Summarizer Tokens
              * @description Summarizer input + output tokens spent
              */
@@ -761,6 +766,12 @@ export interface components {
             summary_history?: boolean | null;
             /** Summary Tokens */
             summary_tokens: number;
+            /**
+             * Waiting Messages
+             * @description Live messages stored but left out of the context to honour the budget, waiting for a fold to take them
+             * @default 0
+             */
+            waiting_messages: number;
         };
         /** InspectSessionsPage */
         InspectSessionsPage: {
@@ -1002,11 +1013,16 @@ export interface components {
         SeriesPointOut: {
             /**
              * Context Tokens
-             * @description Summary + live messages after this message (null: deleted by retention)
+             * @description The context the model received after this message: the summary and the newest live messages that fit the budget, whole (null: deleted by retention)
              */
             context_tokens: number | null;
             /** Seq */
             seq: number;
+            /**
+             * Stored Tokens
+             * @description Summary + every live message stored after this message (above context_tokens while messages wait to fold; null: deleted by retention)
+             */
+            stored_tokens?: number | null;
             /** Summary Tokens */
             summary_tokens: number;
         };

@@ -1,8 +1,10 @@
 """What the inspector shows, computed from stored rows: pure code, no I/O.
 
-* :func:`context_series` — the context (summary + live messages, in tokens) the model
-  received after each message, from message token counts and the summary versions'
-  numbers (``at_seq``: the fold happened right after that message).
+* :func:`context_series` — after each message, the context the model received (the
+  summary and the newest live messages that fit the budget: never over it) and what was
+  stored (the summary and *every* live message, some perhaps waiting to fold), from message
+  token counts and the summary versions' numbers (``at_seq``: the fold happened right after
+  that message).
 * :func:`fold_markers` — each fold's context just before and right after it.
 * :func:`covering_version` — which fold covered a message.
 * :func:`word_diff` — a readable word-level diff of two summaries.
@@ -33,12 +35,16 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class SeriesPoint:
-    """After message ``seq``: the context's tokens (None: the messages it needs were
-    deleted by ``delete`` retention) and the summary's tokens then."""
+    """After message ``seq``: the tokens of the context the model received (the summary
+    and the newest live messages that fit the budget, whole), of everything stored
+    (summary + all live messages; above the budget while messages wait to fold) — both
+    None when the messages they need were deleted by ``delete`` retention — and the
+    summary's tokens then."""
 
     seq: int
     context_tokens: int | None
     summary_tokens: int
+    stored_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,24 +81,46 @@ class _Spans:
 
     def __init__(self, tokens: Mapping[int, int]) -> None:
         self.known = sorted(tokens)
-        self.prefix = list(itertools.accumulate(tokens[s] for s in self.known))
+        #: prefix[k]: tokens of the first k known messages
+        self.prefix = [0, *itertools.accumulate(tokens[s] for s in self.known)]
+
+    def _range(self, lo: int, hi: int) -> tuple[int, int] | None:
+        i = bisect.bisect_left(self.known, lo)
+        j = bisect.bisect_right(self.known, hi)
+        return (i, j) if j - i == hi - lo + 1 else None
 
     def total(self, lo: int, hi: int) -> int | None:
         """Tokens of messages lo..hi; None if one of them is not stored."""
         if hi < lo:
             return 0
-        i = bisect.bisect_left(self.known, lo)
-        j = bisect.bisect_right(self.known, hi)
-        if j - i != hi - lo + 1:
+        found = self._range(lo, hi)
+        return None if found is None else self.prefix[found[1]] - self.prefix[found[0]]
+
+    def newest_within(self, lo: int, hi: int, room: int) -> int | None:
+        """Tokens of the longest run of whole messages ending at ``hi`` (none before ``lo``)
+        that fits in ``room``; None if one of lo..hi is not stored."""
+        if hi < lo:
+            return 0
+        found = self._range(lo, hi)
+        if found is None:
             return None
-        return self.prefix[j - 1] - (self.prefix[i - 1] if i else 0)
+        i, j = found
+        if room < 0:
+            return 0
+        # the first start whose run to hi fits: prefix[j] - prefix[start] <= room
+        start = bisect.bisect_left(self.prefix, self.prefix[j] - room, i, j)
+        return self.prefix[j] - self.prefix[start]
 
 
 def context_series(
-    tokens: Mapping[int, int], versions: Sequence[SummaryVersion], seqs: Sequence[int]
+    tokens: Mapping[int, int], versions: Sequence[SummaryVersion], seqs: Sequence[int],
+    budget: int | None = None,
 ) -> list[SeriesPoint]:
     """The context after each message of ``seqs``. ``tokens``: seq → tokens of every
-    stored message from :func:`needed_from` on; ``versions``: oldest first."""
+    stored message from :func:`needed_from` on; ``versions``: oldest first. With a
+    ``budget``, the context received holds the summary and the newest live messages that
+    fit it (a view leaves the oldest live messages out until a fold takes them), so it is
+    never over the budget; without one, it is everything stored."""
     at_seqs = [v.at_seq for v in versions]
     spans = _Spans(tokens)
     out: list[SeriesPoint] = []
@@ -101,7 +129,12 @@ def context_series(
         through = versions[i].through_seq if i >= 0 else 0
         summary = versions[i].tokens if i >= 0 else 0
         live = spans.total(through + 1, seq)
-        out.append(SeriesPoint(seq, None if live is None else summary + live, summary))
+        stored = None if live is None else summary + live
+        received = stored
+        if budget is not None and stored is not None and stored > budget:
+            shown = spans.newest_within(through + 1, seq, budget - summary)
+            received = min(budget, summary + (shown or 0))
+        out.append(SeriesPoint(seq, received, summary, stored))
     return out
 
 

@@ -21,6 +21,7 @@ from fastapi import APIRouter, Depends, Path, Query
 
 from ..context import _BRIDGE as BRIDGE
 from ..context import Context
+from ..engine import AsyncMemory
 from ..stores.base import LedgerEntry, SummaryVersion, keeps_summary_text
 from ..summarizers.fact_check import lost_facts
 from ..tokens import TokenCounter, count_message
@@ -86,14 +87,17 @@ async def inspect_sessions(
     rows = rows[:limit]
     ids = [r.session_id for r in rows]
     memory = state.memory(state.config.defaults)
-    stats, totals = await asyncio.gather(
+    settings = [state.settings_of(r) for r in rows]
+    stats, totals, contexts = await asyncio.gather(
         state.stats_many(tenant, ids),
         asyncio.gather(*(ledger_totals(memory.store, session_id=scoped_id(tenant.name, s))
                          for s in ids)),
+        asyncio.gather(*(_received(state.memory(st), scoped_id(tenant.name, s), st.budget)
+                         for s, st in zip(ids, settings, strict=True))),
     )
     sessions = [
-        InspectSession.of(r.session_id, st, tot, state.settings_of(r).budget, _utc(r.last_activity))
-        for r, st, tot in zip(rows, stats, totals, strict=True)
+        InspectSession.of(r.session_id, st, tot, se.budget, _utc(r.last_activity), ctx)
+        for r, st, tot, se, ctx in zip(rows, stats, totals, settings, contexts, strict=True)
     ]
     next_cursor = None
     if more and rows:
@@ -103,6 +107,11 @@ async def inspect_sessions(
     return InspectSessionsPage(sessions=sessions, next_cursor=next_cursor, total=total)
 
 
+async def _received(memory: AsyncMemory, store_id: str, budget: int | None) -> Context:
+    """The context a client asking now (with no system prompt of its own) receives."""
+    return await memory.context(store_id, max_tokens=budget)
+
+
 # -- one session --------------------------------------------------------------------------
 
 
@@ -110,10 +119,14 @@ async def inspect_sessions(
             summary="One session's totals, settings and what the store keeps")
 async def inspect_session(scoped: Existing, state: State) -> InspectSession:
     memory = scoped.memory
-    stats = await memory.stats(scoped.store_id)
-    totals = await ledger_totals(memory.store, session_id=scoped.store_id)
+    stats, totals, context = await asyncio.gather(
+        memory.stats(scoped.store_id),
+        ledger_totals(memory.store, session_id=scoped.store_id),
+        _received(memory, scoped.store_id, scoped.settings.budget),
+    )
     last = _utc(scoped.row.last_activity) if scoped.row is not None else None
-    info = InspectSession.of(scoped.session_id, stats, totals, scoped.settings.budget, last)
+    info = InspectSession.of(scoped.session_id, stats, totals, scoped.settings.budget, last,
+                             context)
     store = memory.store
     info.retention = store.retention
     info.summary_history = keeps_summary_text(store)
@@ -141,7 +154,7 @@ async def inspect_series(
     rows = await memory.store.messages(sid, after_seq=start - 1, limit=end - start + 1)
     tokens = {m.seq: m.tokens for m in rows}
     seqs = list(range(first, end + 1)) if end >= first else []
-    points = context_series(tokens, versions, seqs)
+    points = context_series(tokens, versions, seqs, scoped.settings.budget)
     shown = [i for i, v in enumerate(versions) if first <= v.at_seq <= end]
     window = versions[max(0, shown[0] - 1): shown[-1] + 1] if shown else []
     skip = 1 if shown and shown[0] > 0 else 0

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ..context import Context
 from ..messages import StoredMessage
 from ..policy import SessionStats
 from ..stores.base import LedgerEntry
@@ -42,7 +43,20 @@ class InspectSession(BaseModel):
     folded: int = Field(description="Messages covered by the summary")
     folds: int = Field(description="Committed folds (the summary's version)")
     failed_folds: int
-    context_tokens: int = Field(description="Summary + live messages, in tokens")
+    context_tokens: int = Field(
+        description="Tokens of the context the model receives now (the summary and the live "
+        "messages that fit the budget, without the client's system prompt): never over the "
+        "budget"
+    )
+    stored_tokens: int = Field(
+        description="Summary + every live message stored, in tokens (over the budget while "
+        "messages wait to fold)"
+    )
+    waiting_messages: int = Field(
+        default=0,
+        description="Live messages stored but left out of the context to honour the budget, "
+        "waiting for a fold to take them",
+    )
     summary_tokens: int
     budget: int | None
     summarizer_tokens: int = Field(description="Summarizer input + output tokens spent")
@@ -61,8 +75,10 @@ class InspectSession(BaseModel):
         totals: Sequence[LedgerTotals],
         budget: int | None,
         last_activity: datetime | None,
+        context: Context | None = None,
     ) -> InspectSession:
         s = stats or SessionStats(session_id=session_id)
+        stored = s.summary_tokens + s.live_tokens
         return cls(
             session_id=session_id,
             messages=s.last_seq,
@@ -70,7 +86,9 @@ class InspectSession(BaseModel):
             folded=s.through_seq,
             folds=s.summary_version,
             failed_folds=sum(t.attempts for t in totals if t.outcome == "failed"),
-            context_tokens=s.summary_tokens + s.live_tokens,
+            context_tokens=context.tokens if context is not None else stored,
+            stored_tokens=stored,
+            waiting_messages=context.omitted if context is not None else 0,
             summary_tokens=s.summary_tokens,
             budget=budget,
             summarizer_tokens=sum(t.input_tokens + t.output_tokens for t in totals),
@@ -87,13 +105,19 @@ class InspectSessionsPage(BaseModel):
 class SeriesPointOut(BaseModel):
     seq: int
     context_tokens: int | None = Field(
-        description="Summary + live messages after this message (null: deleted by retention)"
+        description="The context the model received after this message: the summary and the "
+        "newest live messages that fit the budget, whole (null: deleted by retention)"
+    )
+    stored_tokens: int | None = Field(
+        default=None, description="Summary + every live message stored after this message "
+        "(above context_tokens while messages wait to fold; null: deleted by retention)"
     )
     summary_tokens: int
 
     @classmethod
     def of(cls, p: SeriesPoint) -> SeriesPointOut:
-        return cls(seq=p.seq, context_tokens=p.context_tokens, summary_tokens=p.summary_tokens)
+        return cls(seq=p.seq, context_tokens=p.context_tokens, stored_tokens=p.stored_tokens,
+                   summary_tokens=p.summary_tokens)
 
 
 class FoldMarkerOut(BaseModel):

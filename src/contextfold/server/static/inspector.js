@@ -115,6 +115,12 @@ async function loadList(cursor) {
   state.flash = null;
 }
 
+function waitingNote(r) {
+  return r.waiting_messages ? h("span", { class: "waiting" }, `+ ${fmt(r.waiting_messages)} ` +
+    `live message${r.waiting_messages === 1 ? "" : "s"} waiting to fold (stored, not sent; ` +
+    `${fmt(r.stored_tokens)} tokens stored)`) : null;
+}
+
 function budgetBar(tokens, budget) {
   if (!budget) return h("span", { class: "bar-label" }, fmt(tokens));
   const pct = Math.min(100, (100 * tokens) / budget);
@@ -132,7 +138,7 @@ function renderRows() {
     h("td", { class: "num" }, `${fmt(r.messages)} (${fmt(r.live)} / ${fmt(r.folded)})`),
     h("td", { class: "num" }, fmt(r.folds)),
     h("td", { class: "num" + (r.failed_folds ? " outcome-failed" : "") }, fmt(r.failed_folds)),
-    h("td", {}, budgetBar(r.context_tokens, r.budget)),
+    h("td", {}, budgetBar(r.context_tokens, r.budget), waitingNote(r)),
     h("td", { class: "num" }, fmt(r.summarizer_tokens)),
     h("td", {}, when(r.last_activity)),
   )));
@@ -176,7 +182,10 @@ async function loadSessionInfo() {
     stat("Live / folded", `${fmt(info.live)} / ${fmt(info.folded)}`),
     stat("Folds", fmt(info.folds)),
     stat("Failed folds", fmt(info.failed_folds)),
-    stat("Context / budget", `${fmt(info.context_tokens)} / ${fmt(info.budget)}`),
+    stat("Context sent / budget", `${fmt(info.context_tokens)} / ${fmt(info.budget)}`),
+    stat("Stored live, waiting to fold", info.waiting_messages
+      ? `${fmt(info.waiting_messages)} messages (${fmt(info.stored_tokens)} tokens stored)`
+      : "none"),
     stat("Summary tokens", fmt(info.summary_tokens)),
     stat("Summarizer tokens", fmt(info.summarizer_tokens)),
     stat("Last activity", when(info.last_activity)),
@@ -213,12 +222,14 @@ function drawChart(series) {
   const pts = series.points;
   const box = $("#chart");
   $("#chart-caption").textContent = pts.length
-    ? `Messages ${fmt(series.first_seq)}–${fmt(series.last_seq)}: context tokens after each ` +
-      `message (summary + live messages), the budget, and each fold.`
+    ? `Messages ${fmt(series.first_seq)}–${fmt(series.last_seq)}: the context the model ` +
+      `received after each message (the summary and the newest live messages that fit the ` +
+      `budget), the budget, and each fold. Where more was stored than sent, a dashed line ` +
+      `shows everything stored (summary + all live messages), waiting to fold.`
     : "No messages yet.";
   if (!pts.length) { box.replaceChildren(); return; }
   const maxY = Math.max(series.budget || 0, ...pts.map((p) => p.context_tokens || 0),
-    ...series.folds.map((f) => f.before_tokens || 0), 1) * 1.08;
+    ...pts.map((p) => p.stored_tokens || 0), 1) * 1.08;
   const x0 = series.first_seq, x1 = Math.max(series.last_seq, x0 + 1);
   const X = (seq) => L + ((seq - x0) / (x1 - x0)) * (W - L - R);
   const Y = (v) => T + (1 - v / maxY) * (H - T - B);
@@ -227,6 +238,13 @@ function drawChart(series) {
     if (p.context_tokens === null) { pen = false; continue; }
     d += (pen ? "L" : "M") + X(p.seq).toFixed(1) + "," + Y(p.context_tokens).toFixed(1);
     pen = true;
+  }
+  let stored = "", spen = false, waiting = false;
+  for (const p of pts) {
+    if (p.stored_tokens === null || p.stored_tokens === undefined) { spen = false; continue; }
+    if (p.stored_tokens !== p.context_tokens) waiting = true;
+    stored += (spen ? "L" : "M") + X(p.seq).toFixed(1) + "," + Y(p.stored_tokens).toFixed(1);
+    spen = true;
   }
   let area = `M${X(pts[0].seq).toFixed(1)},${Y(0)}`;
   for (const p of pts) area += `L${X(p.seq).toFixed(1)},${Y(p.summary_tokens).toFixed(1)}`;
@@ -242,6 +260,7 @@ function drawChart(series) {
     s("text", { x: L, y: H - 8 }, "message " + fmt(x0)),
     s("text", { x: W - R, y: H - 8, "text-anchor": "end" }, "message " + fmt(series.last_seq)),
     s("path", { class: "sum", d: area }),
+    waiting ? s("path", { class: "stored", d: stored }) : null,
     s("path", { class: "ctx", d }),
     series.budget ? s("line", { class: "budget", x1: L, x2: W - R, y1: Y(series.budget),
       y2: Y(series.budget) }) : null,
@@ -249,14 +268,13 @@ function drawChart(series) {
       "budget " + fmt(series.budget)) : null,
   );
   for (const f of series.folds) {
-    const top = f.before_tokens !== null ? f.before_tokens : f.after_tokens;
     const g = s("g", { class: "fold", tabindex: "0", role: "button", "data-version": f.version,
       "aria-label": `Fold ${f.version} after message ${f.at_seq}: folded messages ${f.lo}–` +
-        `${f.through_seq}, context ${fmt(f.before_tokens)} → ${fmt(f.after_tokens)} tokens. ` +
-        "Press Enter for its summary diff." },
+        `${f.through_seq}; stored before it ${fmt(f.before_tokens)} tokens, context after it ` +
+        `${fmt(f.after_tokens)} tokens. Press Enter for its summary diff.` },
       s("line", { class: "hit", x1: X(f.at_seq), x2: X(f.at_seq), y1: T, y2: H - B }),
-      s("line", { x1: X(f.at_seq), x2: X(f.at_seq), y1: Y(top), y2: Y(f.after_tokens) }),
-      s("circle", { cx: X(f.at_seq), cy: Y(top), r: 5 }));
+      s("line", { x1: X(f.at_seq), x2: X(f.at_seq), y1: Y(f.after_tokens), y2: H - B }),
+      s("circle", { cx: X(f.at_seq), cy: Y(f.after_tokens), r: 5 }));
     const show = () => showTip(g, f);
     g.addEventListener("mouseenter", show);
     g.addEventListener("focus", show);
@@ -269,7 +287,8 @@ function drawChart(series) {
     svg.append(g);
   }
   const legend = h("div", { class: "legend-row" },
-    h("span", {}, h("span", { class: "swatch", style: null }), "context tokens"),
+    h("span", {}, h("span", { class: "swatch", style: null }), "context the model received"),
+    waiting ? h("span", { class: "stored-key" }, "- - stored, waiting to fold (not sent)") : null,
     h("span", {}, "▮ summary tokens"), h("span", {}, "- - budget"), h("span", {}, "● fold"));
   legend.children[0].firstChild.style.background = "var(--accent)";
   box.replaceChildren(svg, legend);
@@ -282,7 +301,8 @@ function showTip(g, f) {
   tip.replaceChildren(h("strong", {}, `Fold ${f.version}`), h("dl", {},
     item("after message", fmt(f.at_seq)),
     item("folded", `${fmt(f.lo)}–${fmt(f.through_seq)}`),
-    item("context", `${fmt(f.before_tokens)} → ${fmt(f.after_tokens)}`),
+    item("stored before", fmt(f.before_tokens)),
+    item("context after", fmt(f.after_tokens)),
     item("summary tokens", fmt(f.summary_tokens)),
     ...(row ? [
       item("reason", row.reason || "–"),
