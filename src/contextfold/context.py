@@ -13,8 +13,9 @@ Pure code. The result never exceeds the budget and never fails for size:
 
 The view is incremental (:class:`LiveView`): it keeps, per session, running token sums,
 the safe cuts and the stand-ins made so far, and on each call takes in only the messages
-appended since the last one, so a call costs the same with 100 live messages or 10,000
-(plus the C-level copy of the message list it returns). After a fold it re-bases its sums
+appended since the last one, so a call costs the same with 100 live messages or 10,000:
+the context's messages are a :class:`~contextfold.message_view.MessageView` over the
+view's own lists, not a copy. After a fold it re-bases its sums
 and the shown forms settled so far (:func:`~contextfold.view_cache.drop_folded`).
 
 When earlier turns were folded or left out and the verbatim part would open with an
@@ -34,6 +35,7 @@ from typing import Any
 from .elision import CutKey, elide
 from .errors import ConfigError, ValidationError
 from .masking import Masking, mask_call, masked_result
+from .message_view import MessageView
 from .messages import Message, StoredMessage, ToolCall
 from .summarizers.agent_state import (
     DEFAULT_FACT_CHARS,
@@ -104,7 +106,7 @@ class Context:
     assistant after earlier turns were folded or omitted.
     """
 
-    messages: tuple[Message, ...]
+    messages: Sequence[Message]  # a tuple, or a read-only MessageView that acts as one
     tokens: int
     budget: int | None
     summary_included: bool
@@ -429,24 +431,25 @@ class LiveView:
         def done(
             a: int,
             with_summary: bool,
-            body: list[Message],
+            body: list[Message] | None,
             tokens: int,
             elided: Sequence[int] = (),
             gap: tuple[int, int] | None = None,
         ) -> Context:
-            """The context showing ``body`` (items from ``a`` on, except ``gap``)."""
+            """The context showing ``body`` (items from ``a`` on, except ``gap``; None: all
+            of them as shown, read in place)."""
+            lead: tuple[Message, ...] = (*head, summary_msg) if (
+                with_summary and summary_msg is not None) else tuple(head)
             bridge = bridged(a)
             if bridge:
-                k = next(i for i, m in enumerate(body) if m.role != "system")
-                body = [*body[:k], _BRIDGE, *body[k:]]
                 tokens += bridge_tokens
-            lead = [summary_msg] if with_summary and summary_msg is not None else []
+            messages = self._messages(lead, a, b, n, body, bridge)
             # left out: items ..a-1 and the gap g0..g1-1, counted (not listed: O(1) per call)
             g0, g1 = (max(gap[0], a), min(gap[1], n)) if gap is not None else (n, n)
             gap_len = max(0, g1 - g0)
             shown = [i for i in range(a, n) if not g0 <= i < g1] if elided else []
             return _new_context(
-                messages=(*head, *lead, *body),  # one copy of the (maybe long) body
+                messages=messages,
                 tokens=used + (summary_tokens if with_summary else 0) + tokens,
                 budget=budget,
                 summary_included=with_summary,
@@ -467,7 +470,7 @@ class LiveView:
             used + (summary_tokens if has_summary else 0) + whole
             + (bridge_tokens if bridged(0) else 0) <= budget
         ):
-            return done(0, has_summary, self._body(0, b), whole)
+            return done(0, has_summary, None, whole)
         if n == 0:
             return done(0, False, [], 0)
 
@@ -492,7 +495,7 @@ class LiveView:
                 tokens = self._sum(a, b)
                 if tokens + (bridge_tokens if bridged(a) else 0) > room:
                     continue  # the bridge did not fit: try again leaving room for it
-                return done(a, with_summary, self._body(a, b), tokens)
+                return done(a, with_summary, None, tokens)
             if with_summary and room < room_bare * _MIN_NEWEST_SHARE:
                 continue  # keeping the summary would leave the newest messages too little
             # Not even that fits: cut the largest texts in it (head + tail), in the view.
@@ -521,6 +524,23 @@ class LiveView:
             f"within the budget of {budget} tokens even cut down: its framing and tool calls "
             "alone are too large; raise max_tokens"
         )
+
+    def _messages(self, lead: tuple[Message, ...], a: int, b: int, n: int,
+                  body: list[Message] | None, bridge: bool) -> MessageView:
+        """``lead`` then ``body`` (None: items ``a..n-1`` as shown, read in place from
+        the lists this view only appends to — no per-turn copy), with the bridge turn
+        before the first non-system message when ``bridge``."""
+        if body is None and a >= b:
+            if bridge and self._orig[a].role != "system":
+                return MessageView((*lead, _BRIDGE), self._orig, a, n)
+            if not bridge:
+                return MessageView(lead, self._orig, a, n)
+        if body is None:
+            body = self._body(a, b)
+        if bridge:
+            k = next(i for i, m in enumerate(body) if m.role != "system")
+            body = [*body[:k], _BRIDGE, *body[k:]]
+        return MessageView(lead, body)
 
     def _pinned(self, g: int, b: int, room: int
                 ) -> tuple[list[Message], list[int], int, tuple[int, int]] | None:

@@ -218,7 +218,7 @@ def drop_folded(view: LiveView, live: Sequence[StoredMessage]) -> None:
         return  # not a safe cut (the general rebuild copes)
     base = view._full[k]
     del items[:k]
-    del view._orig[:k]
+    view._orig = view._orig[k:]  # a new list: contexts handed out read the old one
     view._full = [t - base for t in view._full[k:]]
     view._cuts = [c - k for c in view._cuts[j:]]
     view._user_cuts = [c - k for c in view._user_cuts[bisect_left(view._user_cuts, k):]]
@@ -228,7 +228,7 @@ def drop_folded(view: LiveView, live: Sequence[StoredMessage]) -> None:
     view._last_tool = view._last_tool - k if view._last_tool >= k else -1
     view._tools = [t - k for t in view._tools[bisect_left(view._tools, k):]]
     if len(view._shown) > k:
-        del view._shown[:k]
+        view._shown = view._shown[k:]
         base = view._view[k]
         view._view = [t - base for t in view._view[k:]]
         base = view._nmask[k]
