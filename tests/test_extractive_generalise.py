@@ -132,7 +132,8 @@ def test_a_burst_of_short_lines_is_one_utterance() -> None:
     messages = [say("jess", line, t + timedelta(seconds=20 * i)) for i, line in enumerate(burst)]
     facts = parse_summary(fold(messages))
     assert len(facts) == 1
-    assert "got the job, at Brightwell Labs, start in june" in facts[0].text
+    # each line as written, marked off where it ended without punctuation
+    assert "i got the job / at Brightwell Labs / start in june" in facts[0].text
 
 
 def test_bursts_stop_at_speaker_change_time_gap_and_tool_traffic() -> None:
@@ -151,7 +152,7 @@ def test_bursts_stop_at_speaker_change_time_gap_and_tool_traffic() -> None:
     stored = [StoredMessage(i + 1, m, 0) for i, m in enumerate(messages)]
     units = summarizer._utterances(stored, Speakers(["jess", "tom"]))
     assert [u.text for u in units] == [
-        "moving to Porto", "wait really, since when", "we got tickets to Riga",
+        "moving to Porto", "wait really / since when", "we got tickets to Riga",
         units[3].text, "ok Riga found",
     ]
     assert ExtractiveSummarizer(bursts=False)._utterances(stored, Speakers([]))[1].text == (

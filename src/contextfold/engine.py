@@ -175,6 +175,7 @@ class AsyncMemory:
         self.store: Store = open_store(store)
         self.counter = get_counter(tokenizer)
         self.policy: Policy = policy if policy is not None else TokenBudget(4000)
+        given = max_tokens
         if max_tokens is None:
             own = getattr(self.policy, "max_tokens", None)
             max_tokens = own if isinstance(own, int) and not isinstance(own, bool) else None
@@ -202,13 +203,13 @@ class AsyncMemory:
         self.tools = list(tools) if tools else None
         self.fold_mode: FoldMode = fold
         cap = summary_max_tokens or getattr(self.policy, "summary_max_tokens", None)
-        if cap is None and max_tokens is not None:  # a budget, no cap: leave room verbatim
-            cap = min(DEFAULT_SUMMARY_MAX_TOKENS, max(16, max_tokens * 3 // 5))
+        if cap is None and given is not None:  # a budget given, no cap: room verbatim
+            cap = min(DEFAULT_SUMMARY_MAX_TOKENS, max(16, given * 3 // 5))
         self.summary_max_tokens: int = cap or DEFAULT_SUMMARY_MAX_TOKENS
-        if max_tokens is not None and self.summary_max_tokens >= max_tokens:
+        if given is not None and self.summary_max_tokens >= given:
             raise ConfigError(
                 f"summary_max_tokens ({self.summary_max_tokens}) must be below max_tokens "
-                f"({max_tokens}), or no summary fits the context"
+                f"({given}), or no summary fits the context"
             )
         self._summary_overhead = summary_overhead(self.counter)
         if self.summary_max_tokens <= self._summary_overhead + 8:

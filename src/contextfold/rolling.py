@@ -1,12 +1,13 @@
 """The rolling-summary recipe of a personal assistant session.
 
-Fold when the session holds more than ``max_messages`` live messages AND the oldest
-``fold_messages`` of them (the candidates) hold more than ``min_tokens`` tokens — both
-strictly greater — folding those candidates and always leaving the ``keep_last`` most
-recent messages verbatim. The summary is written with the ``conversation`` preset (third
-person; topics, decisions, action items, tone; under ``word_limit`` words; incorporating the
-previous summary) in at most ``max_output_tokens`` output tokens, and travels in the
-context as the earlier-conversation block.
+Fold when the session holds more than ``max_messages`` live messages AND all but the
+``keep_last`` newest of them (the candidates) hold more than ``min_tokens`` tokens — both
+strictly greater — folding the oldest ``fold_messages`` and always leaving the
+``keep_last`` most recent messages verbatim. The summary is written with the
+``conversation`` preset (third person; topics, decisions, action items, tone; under
+``word_limit`` words; incorporating the previous summary) in at most
+``max_output_tokens`` output tokens, and travels in the context as the
+earlier-conversation block.
 
 ::
 

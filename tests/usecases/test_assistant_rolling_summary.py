@@ -21,8 +21,9 @@ def summarizer() -> FunctionSummarizer:
 
 def messages_with_candidate_tokens(memory: Memory, count: int, candidate_tokens: int,
                                    candidates: int = 20) -> list[Message]:
-    """``count`` alternating messages whose oldest ``candidates`` hold exactly
-    ``candidate_tokens`` tokens as the engine counts them."""
+    """``count`` alternating messages whose oldest ``candidates`` (the policy's candidates:
+    all but the newest ``keep_last``) hold exactly ``candidate_tokens`` tokens as the engine
+    counts them."""
     engine = memory.engine
 
     def msg(i: int, words: int) -> Message:
@@ -51,12 +52,12 @@ def messages_with_candidate_tokens(memory: Memory, count: int, candidate_tokens:
 
 @pytest.mark.parametrize(("count", "tokens", "folds"), [
     (30, 15_001, False),  # 30 messages do not fold, whatever the tokens
-    (31, 15_000, False),  # 15,000 tokens do not fold
+    (31, 15_000, False),  # 15,000 tokens in all but the newest 10 do not fold
     (31, 15_001, True),   # 31 messages and 15,001 tokens do
 ])
 def test_exact_thresholds(count: int, tokens: int, folds: bool) -> None:
     with Memory("memory://", **{**RollingSummary().options(), "summarizer": summarizer()}) as m:
-        msgs = messages_with_candidate_tokens(m, count, tokens)
+        msgs = messages_with_candidate_tokens(m, count, tokens, candidates=count - 10)
         for msg in msgs[:-1]:
             assert m.add("s", msg).fold is None
         result = m.add("s", msgs[-1])

@@ -49,9 +49,17 @@ def _memory(url: str) -> Store:
     return MemoryStore()
 
 
-def _postgres(url: str) -> Store:
-    from .postgres import PostgresStore  # raises ConfigError naming the extra if missing
+#: The one line a missing ``postgres`` extra gives, wherever a store URL is opened.
+POSTGRES_EXTRA_HINT = 'the PostgreSQL store needs psycopg 3: pip install "contextfold[postgres]"'
 
+
+def _postgres(url: str) -> Store:
+    try:
+        from .postgres import PostgresStore
+    except ImportError as exc:  # the extra is missing: one line naming it, no driver trace
+        if not (exc.name or "").startswith("psycopg"):
+            raise
+        raise ConfigError(f"{POSTGRES_EXTRA_HINT} (missing module {exc.name!r})") from None
     return PostgresStore(url)
 
 

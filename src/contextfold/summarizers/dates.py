@@ -35,6 +35,10 @@ from .facts import format_day
 __all__ = ["DateResolver", "dates_available", "resolver_for"]
 
 _UNITS = ("day", "week", "month", "year")
+#: Languages whose "in <n> <unit>" word follows the count ("2 gün sonra"); everywhere else
+#: it comes first, and "a week in Lisbon" or "a day in Porto" is no date at all.
+_POSTPOSITIONAL_IN = frozenset({"tr", "ja", "ko", "hu", "fi", "et", "hi", "bn", "ta", "te",
+                                "mr", "ur", "az", "uz", "kk", "ky", "mn", "ka", "am", "eu"})
 _LETTERS = re.compile(r"[^\W\d_]+")
 _MARK = re.compile(r"\((?:week of )?\d{1,2} [A-Z][a-z]+ \d{4}\)|\([A-Z][a-z]+ \d{4}\)|\(\d{4}\)")
 
@@ -85,10 +89,12 @@ def _phrase_patterns(
     if units:
         num = "(?:" + "|".join(sorted(numbers, key=len, reverse=True)) + ")"
         unit = "(?:" + "|".join(sorted(units, key=len, reverse=True)) + ")"
-        for words in (ago, into):
+        for words, before in ((ago, True), (into, lang not in _POSTPOSITIONAL_IN)):
             if words:
                 w = "(?:" + "|".join(words) + ")"
-                counted += [f"{w} {num} {unit}", f"{num} {unit} {w}"]
+                counted.append(f"{w} {num} {unit}")
+                if not before or words is ago:  # "2 weeks ago", "vor 2 Wochen": both
+                    counted.append(f"{num} {unit} {w}")
     named = sorted((re.escape(p) for p in phrases), key=len, reverse=True)
     def compiled(alts: list[str]) -> re.Pattern[str] | None:
         if not alts:

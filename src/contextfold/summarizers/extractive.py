@@ -9,9 +9,11 @@
    are canonical across case and short forms ("jess", "Jess" and "Jessica" are one
    person, see :class:`Speakers`). Split utterances into sentences attributed to the
    speaker and dated by the message timestamp.
-2. **Compress** each sentence: drop greetings, interjections, intensifiers and hedges;
-   a sentence left with nothing is chit-chat and goes. Relative dates ("yesterday",
-   "next Friday", "dün") get their absolute date appended (:mod:`.dates`).
+2. **Filter** each sentence: one left with nothing once greetings, interjections,
+   intensifiers and hedges are set aside is chit-chat and goes; every other is kept word
+   for word — the summary never rewords what someone said. A relative date ("yesterday",
+   "next Friday", "dün") gets its absolute date in parentheses right after the phrase
+   (:mod:`.dates`), the only text a summary adds to a sentence.
 3. **De-duplicate**: a sentence repeated, or whose content words are all contained in
    another sentence of the same speaker, is merged into the earliest fuller one. A fact
    a later one corrects is dropped (:mod:`.corrections`).
@@ -70,7 +72,7 @@ from .languages import Language, detect_language, get_language
 from .salience import compress, content_words, features, split_sentences, words
 from .weights import DEFAULT_WEIGHTS, Weights
 
-__all__ = ["NO_FACTS", "ExtractiveSummarizer", "Speakers", "Utterance"]
+__all__ = ["BURST_JOINER", "NO_FACTS", "ExtractiveSummarizer", "Speakers", "Utterance"]
 
 #: The summary written when nothing informative has been said yet (never parsed as a fact).
 NO_FACTS = "(no facts recorded yet)"
@@ -78,6 +80,9 @@ NO_FACTS = "(no facts recorded yet)"
 MAX_FACT_CHARS = 320
 #: A burst stops growing at this many words (it is one utterance, not a monologue).
 MAX_BURST_WORDS = 60
+#: Between two lines of a burst when the first ended without punctuation ("i got the job"
+#: / "at google"): a visible line break, so each line stays exactly as it was written.
+BURST_JOINER = " / "
 _TERMINAL = (".", "!", "?", "…", "。", "！", "？")
 
 
@@ -282,7 +287,9 @@ class ExtractiveSummarizer:
                     and gap <= w.burst_seconds
                     and open_words + n <= MAX_BURST_WORDS
                 ):
-                    joiner = " " if last.text.rstrip().endswith(_TERMINAL) else ", "
+                    # lines run on as written; one that ended without punctuation is
+                    # marked off (BURST_JOINER), never glued with words nobody said
+                    joiner = " " if last.text.rstrip().endswith(_TERMINAL) else BURST_JOINER
                     out[-1] = Utterance(last.seq, last.message, speaker,
                                         last.text.rstrip() + joiner + text.strip(),
                                         last.timestamp)
@@ -302,19 +309,19 @@ class ExtractiveSummarizer:
         resolver: DateResolver | None,
         corrective: set[tuple[int, int, int]],
     ) -> list[Fact]:
-        """The facts of one utterance: its sentences, compressed, relative dates made
-        absolute; the ``order`` of each fact that corrects an earlier one is added to
+        """The facts of one utterance: its informative sentences, word for word, relative
+        dates made absolute; the ``order`` of each fact that corrects an earlier one is added to
         ``corrective``. (Agent-state extraction for tool calls/results hooks in here.)"""
         day = day_of(unit.timestamp) if self.dates else None
         english = lang.code == "en"
         out: list[Fact] = []
         for k, sentence in enumerate(split_sentences(unit.text)):
-            if self.compress:
-                text = compress(sentence, names, None if english else lang.function_words)
-            else:
-                text = sentence
-            if not text:
+            # kept word for word, or left out: compressing only tells chit-chat (a
+            # greeting, thanks, an exclamation) from a sentence that states something
+            if self.compress and not compress(sentence, names,
+                                              None if english else lang.function_words):
                 continue
+            text = sentence
             if resolver is not None and day is not None:
                 text = resolver.annotate(text, day)
             if len(text) > MAX_FACT_CHARS:

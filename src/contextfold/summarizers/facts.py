@@ -35,7 +35,9 @@ _DATED_LINE = re.compile(
 )
 _SPEAKER_LINE = re.compile(r"^(?P<speaker>[^:\n—]{1,60}): (?P<body>.+)$")
 _BAD_SPEAKER = re.compile(r"[:\n\r\t—]+")
-_TERMINAL = (".", "!", "?", "…", '"', "'", "”", "’", ")", "»", "。", "！", "？", "؟", "।")
+_TERMINAL = (".", "!", "?", "…", "。", "！", "？", "؟", "।")
+#: What may follow a sentence's end mark and still end it ("…, she said.'", "(yes!)").
+_CLOSERS = "\"'”’)]»"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,8 +75,8 @@ def sentence_text(text: str) -> str:
     """A fact as it is rendered: one line, ending in punctuation so that it splits back
     into exactly itself."""
     text = " ".join(text.split())
-    if text and not text.endswith(_TERMINAL):
-        text += "."
+    if text and not text.rstrip(_CLOSERS).endswith(_TERMINAL):
+        text += "."  # a closing bracket alone ("next friday (6 March 2026)") ends nothing
     return text
 
 
