@@ -160,22 +160,53 @@ function sortPage(th) {
 
 async function openSession(id, foldVersion) {
   if (!state.session || state.session.id !== id) {
-    state.session = { id, folds: new Map(), foldsBefore: null, timelineAfter: 0, seriesBefore: null };
+    clearSession();
+    const sess = { id, folds: new Map(), foldsBefore: null, timelineAfter: 0, seriesBefore: null };
+    state.session = sess;
     $("#session-title").textContent = "Session " + id;
-    $("#fold-detail").hidden = true;
-    $("#timeline").replaceChildren();
-    $("#folds-table tbody").replaceChildren();
-    await loadSessionInfo();
+    try {
+      await loadSessionInfo();
+    } catch (err) {
+      if (state.session === sess) state.session = null;  // nothing of it is shown; retry later
+      throw err;
+    }
+    $("#session-actions").hidden = false;
     await Promise.all([loadFolds(), loadNow(), loadTimeline(), loadSeries(null)]);
   }
   if (foldVersion) await showFold(Number(foldVersion));
 }
 
+// Everything a session view shows, emptied before another session (or none) is shown, so
+// nothing of the previous one stays on the page while the next loads or when it is missing.
+function clearSession() {
+  hideTip();
+  $("#session-actions").hidden = true;
+  $("#session-stats").replaceChildren();
+  $("#session-notes").hidden = true;
+  $("#chart").replaceChildren();
+  $("#chart-caption").textContent = "";
+  $("#chart-earlier").disabled = true;
+  $("#chart-latest").disabled = true;
+  $("#folds-table tbody").replaceChildren();
+  $("#more-folds").hidden = true;
+  $("#fold-detail").hidden = true;
+  $("#now-caption").textContent = "";
+  $("#now-table tbody").replaceChildren();
+  $("#timeline").replaceChildren();
+  $("#timeline-caption").textContent = "";
+  $("#more-timeline").hidden = true;
+}
+
+// A loader's answer is drawn only if its session is still the one shown.
+function current(sess) { return state.session === sess; }
+
 const base = () => "/v1/sessions/" + enc(state.session.id);
 
 async function loadSessionInfo() {
+  const sess = state.session;
   const info = await api(base() + "/inspect");
-  state.session.info = info;
+  if (!current(sess)) return;
+  sess.info = info;
   const stat = (label, value) => h("div", {}, h("dt", {}, label), h("dd", {}, value));
   $("#session-stats").replaceChildren(
     stat("Messages", fmt(info.messages)),
@@ -210,14 +241,17 @@ async function loadSessionInfo() {
 async function loadSeries(before) {
   const params = new URLSearchParams({ limit: String(SERIES_WINDOW) });
   if (before) params.set("before_seq", String(before));
+  const sess = state.session;
   const series = await api(base() + "/inspect/series?" + params);
-  state.session.series = series;
+  if (!current(sess)) return;
+  sess.series = series;
   $("#chart-earlier").disabled = !series.next_before_seq;
   $("#chart-latest").disabled = !before;
   drawChart(series);
 }
 
 function drawChart(series) {
+  hideTip();
   const W = 900, H = 260, L = 56, R = 12, T = 12, B = 30;
   const pts = series.points;
   const box = $("#chart");
@@ -324,13 +358,15 @@ function hideTip() { $("#chart-tip").hidden = true; }
 
 async function loadFolds() {
   const params = new URLSearchParams({ limit: "50" });
-  if (state.session.foldsBefore) params.set("before_id", String(state.session.foldsBefore));
+  const sess = state.session;
+  if (sess.foldsBefore) params.set("before_id", String(sess.foldsBefore));
   const page = await api(base() + "/inspect/folds?" + params);
-  state.session.foldsBefore = page.next_before_id;
+  if (!current(sess)) return;
+  sess.foldsBefore = page.next_before_id;
   $("#more-folds").hidden = !page.next_before_id;
   const body = $("#folds-table tbody");
   for (const f of page.folds) {
-    if (f.version) state.session.folds.set(f.version, f);
+    if (f.version) sess.folds.set(f.version, f);
     body.append(h("tr", {},
       h("td", {}, f.version ? String(f.version) : "–"),
       h("td", { class: "outcome-" + f.outcome }, f.outcome),
@@ -412,8 +448,23 @@ function textOf(msg) {
   return text;
 }
 
+// A message's text, whole up to ``limit`` characters; a longer one shows its head, says
+// it is cut and how long it is, and a button shows all of it.
+function fullText(text, limit) {
+  const box = h("div", { class: "text" });
+  if (text.length <= limit) { box.textContent = text; return box; }
+  const show = h("button", { type: "button", class: "show-all",
+    "aria-label": `Show all ${fmt(text.length)} characters` }, `Show all`);
+  box.append(text.slice(0, limit), h("span", { class: "cut-note" },
+    ` … (cut: ${fmt(text.length)} characters) `), show);
+  show.addEventListener("click", () => { box.replaceChildren(text); });
+  return box;
+}
+
 async function loadNow() {
+  const sess = state.session;
   const ctx = await api(base() + "/inspect/context");
+  if (!current(sess)) return;
   $("#now-caption").textContent = `${fmt(ctx.tokens)} tokens of a ${fmt(ctx.budget)} budget, ` +
     `${ctx.messages.length} messages` + (ctx.omitted ? `; ${fmt(ctx.omitted)} older live ` +
     "messages left out of this view to stay within the budget (still stored)" : "") +
@@ -426,7 +477,7 @@ async function loadNow() {
     h("td", {}, m.kind),
     h("td", {}, m.message.role + (m.message.name ? ` (${m.message.name})` : "")),
     h("td", { class: "num" }, fmt(m.tokens)),
-    h("td", { class: "content" }, textOf(m.message).slice(0, 2000)),
+    h("td", { class: "content" }, fullText(textOf(m.message), 2000)),
   )));
 }
 
@@ -436,6 +487,7 @@ async function loadTimeline() {
   const sess = state.session;
   const page = await api(base() + `/inspect/timeline?after_seq=${sess.timelineAfter}` +
     `&limit=${TIMELINE_PAGE}`);
+  if (!current(sess)) return;
   if (sess.timelineAfter === 0) {
     $("#timeline-caption").textContent = page.deleted_before
       ? `${fmt(page.deleted_before)} folded messages were deleted (delete retention); ` +
@@ -454,7 +506,7 @@ async function loadTimeline() {
         m.fold_version ? h("a", { class: "badge", href: "#/s/" + enc(sess.id) + "/fold/" +
           m.fold_version }, `folded by fold ${m.fold_version}`) : null,
         m.folded && !m.fold_version ? h("span", { class: "badge" }, "folded") : null),
-      h("div", { class: "content" }, textOf(msg).slice(0, 4000)));
+      h("div", { class: "content" }, fullText(textOf(msg), 4000)));
     if (msg.role === "assistant" && msg.tool_calls && msg.tool_calls.length) {
       const group = h("li", { class: "tool-group" },
         h("div", { class: "group-title" }, `Tool calls: ${msg.tool_calls.map((t) =>
@@ -524,6 +576,7 @@ async function route() {
       if (!m[2]) $("#session-title").focus();
     } else {
       state.session = null;
+      clearSession();
       const l = state.list;
       l.stack = [];
       await loadList(null);
