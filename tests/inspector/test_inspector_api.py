@@ -247,7 +247,8 @@ def test_dev_mode_skips_keys_on_loopback_only(served: Served) -> None:
     assert refused.returncode != 0 and "127.0.0.1 only" in refused.stderr + refused.stdout
 
 
-@pytest.mark.parametrize("name", ["index.html", "inspector.js", "inspector.css"])
+@pytest.mark.parametrize("name", ["index.html", "inspector.js", "inspector.css", "docs.html",
+                                  "docs.js"])
 def test_static_files_are_package_data(name: str) -> None:
     assert (STATIC_DIR / name).is_file()
 

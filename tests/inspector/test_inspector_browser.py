@@ -359,3 +359,29 @@ def test_narrow_layout_does_not_overflow(browser: object, served: Served, width:
             assert scroll <= width, f"{view} view is {scroll}px wide in a {width}px viewport"
     finally:
         context.close()
+
+
+def test_api_docs_render_offline(page: Page, served: Served) -> None:
+    """/docs draws Swagger UI from files this server serves: with every request to another
+    host blocked, the page still lists the API, under the same strict CSP as /ui/."""
+    elsewhere: list[str] = []
+
+    def only_here(route: object) -> None:
+        url = route.request.url  # type: ignore[attr-defined]
+        if url.startswith(served.base + "/") or url.startswith("data:"):
+            route.continue_()  # type: ignore[attr-defined]
+        else:
+            elsewhere.append(url)
+            route.abort()  # type: ignore[attr-defined]
+
+    page.route("**/*", only_here)
+    page.add_init_script("""window.__csp = [];
+      document.addEventListener("securitypolicyviolation",
+        (e) => window.__csp.push(e.violatedDirective + " " + e.blockedURI));""")
+    res = page.goto(served.base + "/docs")
+    assert res is not None and res.status == 200
+    assert "script-src 'self'" in (res.headers.get("content-security-policy") or "")
+    expect(page.locator(".swagger-ui .info .title")).to_contain_text("contextfold")
+    expect(page.get_by_text("/v1/sessions/{session_id}/messages").first).to_be_visible()
+    assert elsewhere == []
+    assert page.evaluate("window.__csp") == []
