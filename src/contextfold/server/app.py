@@ -95,12 +95,14 @@ def create_app(config: ServerConfig | None = None, store_url: str | None = None)
 def _include_routers(app: FastAPI) -> None:
     """Every router of the service. Another front door (e.g. the inspector's ``/ui``) adds
     its ``app.include_router(...)`` line here."""
-    from . import api_docs, ui
+    from . import ui
     from .routes import ops, sessions
 
     app.include_router(sessions.router)
     app.include_router(ops.router)
     ui.install(app)  # the inspector: /ui/ and its /v1 read routes
+    from . import api_docs
+
     api_docs.install(app)  # /docs with Swagger UI's files served from here
 
 
