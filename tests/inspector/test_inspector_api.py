@@ -215,7 +215,7 @@ def test_ui_is_served_from_the_package_with_no_network(served: Served) -> None:
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
         assert "default-src 'self'" in page.headers["content-security-policy"]
         assert "http://" not in page.text and "https://" not in page.text
-        for name in ("inspector.js", "inspector.css"):
+        for name in ("inspector.js", "inspector-chart.js", "inspector.css"):
             res = c.get(f"/ui/static/{name}")
             assert res.status_code == 200 and res.text == (STATIC_DIR / name).read_text()
             text = res.text.replace("http://www.w3.org/2000/svg", "")  # a namespace, not a URL
@@ -247,7 +247,8 @@ def test_dev_mode_skips_keys_on_loopback_only(served: Served) -> None:
     assert refused.returncode != 0 and "127.0.0.1 only" in refused.stderr + refused.stdout
 
 
-@pytest.mark.parametrize("name", ["index.html", "inspector.js", "inspector.css"])
+@pytest.mark.parametrize("name", ["index.html", "inspector.js", "inspector-chart.js",
+                                  "inspector.css", "docs.html", "docs.js"])
 def test_static_files_are_package_data(name: str) -> None:
     assert (STATIC_DIR / name).is_file()
 

@@ -264,3 +264,124 @@ def test_dev_mode_says_so_on_the_page(page: Page, served: Served) -> None:
         expect(page.locator("#sessions-table tbody")).to_contain_text("No sessions.")
     finally:
         stop(proc)
+
+
+def test_a_missing_session_shows_nothing_of_the_previous_one(page: Page, served: Served) -> None:
+    _login(page, served)
+    page.get_by_role("link", name="long-chat").click()
+    expect(_stat(page, "Folds")).not_to_have_text("0")
+    expect(page.locator("#chart .fold").first).to_be_visible()
+    page.goto(served.base + "/ui/#/s/no-such-session")
+    expect(page.locator("#status")).to_contain_text("no session 'no-such-session'")
+    expect(page.get_by_role("heading", name="Session no-such-session")).to_be_visible()
+    expect(page.locator("#session-stats")).to_be_empty()
+    expect(page.locator("#chart svg")).to_have_count(0)
+    expect(page.locator("#now-table tbody tr")).to_have_count(0)
+    expect(page.locator("#folds-table tbody tr")).to_have_count(0)
+    expect(page.locator("#timeline li")).to_have_count(0)
+    expect(page.get_by_role("button", name="Fold now")).to_be_hidden()
+    expect(page.get_by_role("button", name="Earlier messages")).to_be_disabled()
+    # and back to a real session: all of it is shown again
+    page.goto(served.base + "/ui/#/s/long-chat")
+    expect(page.locator("#chart .fold").first).to_be_visible()
+    expect(page.get_by_role("button", name="Fold now")).to_be_visible()
+
+
+def test_fold_tooltip_does_not_follow_to_another_session(page: Page, served: Served) -> None:
+    _login(page, served)
+    page.get_by_role("link", name="long-chat").click()
+    page.locator("#chart .fold").nth(1).hover()
+    expect(page.locator("#chart-tip")).to_be_visible()
+    page.goto(served.base + "/ui/#/s/agent-run")  # leave by the address, the mouse still on it
+    expect(page.get_by_role("heading", name="Session agent-run")).to_be_visible()
+    expect(page.locator("#chart-tip")).to_be_hidden()
+
+
+def test_the_exact_context_is_shown_whole(page: Page, served: Served) -> None:
+    """A message longer than the preview is never cut silently: the cell says it is cut and
+    how long it is, and a button shows the whole text."""
+    long_text = "Start of a long note. " + "word " * 1200 + "THE END."
+    with served.client() as c:
+        res = c.post("/v1/sessions/long-note/messages", json={"messages": [
+            {"role": "user", "content": long_text, "id": "long-1"}]})
+        assert res.status_code == 200, res.text
+    _login(page, served)
+    page.get_by_role("link", name="long-note").click()
+    cell = page.locator("#now-table tbody tr", has_text="Start of a long note").locator(
+        "td.content")
+    expect(cell).to_contain_text(f"cut: {len(long_text):,} characters")
+    expect(cell).not_to_contain_text("THE END.")
+    cell.get_by_role("button", name=re.compile("Show all")).click()
+    expect(cell).to_contain_text("THE END.")
+    assert long_text in cell.inner_text().replace("\n", " ")
+
+
+def test_pagers_are_disabled_at_their_ends(page: Page, served: Served) -> None:
+    with served.client() as c:
+        for batch in range(3):  # 1,010 messages: more than one chart window of 1,000
+            res = c.post("/v1/sessions/many/messages", json={"messages": [
+                {"role": "user" if i % 2 == 0 else "assistant", "content": f"note {i}",
+                 "id": f"m{i}"} for i in range(batch * 400, min(1010, (batch + 1) * 400))]})
+            assert res.status_code == 200, res.text
+    _login(page, served)
+    expect(page.get_by_role("button", name="First page")).to_be_disabled()
+    expect(page.get_by_role("button", name="Next page")).to_be_disabled()  # one page only
+    earlier = page.get_by_role("button", name="Earlier messages")
+    latest = page.get_by_role("button", name="Latest messages")
+    page.get_by_role("link", name="many").click()
+    expect(page.locator("#chart-caption")).to_contain_text("Messages 11–1,010")
+    expect(earlier).to_be_enabled()
+    expect(latest).to_be_disabled()
+    earlier.click()
+    expect(page.locator("#chart-caption")).to_contain_text("Messages 1–10")
+    expect(earlier).to_be_disabled()
+    expect(latest).to_be_enabled()
+    # another session that fits one window: nothing earlier, and this is the latest
+    page.get_by_role("link", name="← All sessions").click()
+    page.get_by_role("link", name="long-chat").click()
+    expect(page.locator("#chart .fold").first).to_be_visible()
+    expect(earlier).to_be_disabled()
+    expect(latest).to_be_disabled()
+
+
+@pytest.mark.parametrize("width", [360, 600])
+def test_narrow_layout_does_not_overflow(browser: object, served: Served, width: int) -> None:
+    context = browser.new_context(viewport={"width": width, "height": 800})  # type: ignore[attr-defined]
+    try:
+        pg = context.new_page()
+        _login(pg, served)
+        for view in ("list", "session"):
+            if view == "session":
+                pg.get_by_role("link", name="long-chat").click()
+                expect(pg.locator("#chart .fold").first).to_be_visible()
+                expect(pg.locator("#timeline li").first).to_be_visible()
+            scroll = pg.evaluate("document.documentElement.scrollWidth")
+            assert scroll <= width, f"{view} view is {scroll}px wide in a {width}px viewport"
+    finally:
+        context.close()
+
+
+def test_api_docs_render_offline(page: Page, served: Served) -> None:
+    """/docs draws Swagger UI from files this server serves: with every request to another
+    host blocked, the page still lists the API, under the same strict CSP as /ui/."""
+    elsewhere: list[str] = []
+
+    def only_here(route: object) -> None:
+        url = route.request.url  # type: ignore[attr-defined]
+        if url.startswith(served.base + "/") or url.startswith("data:"):
+            route.continue_()  # type: ignore[attr-defined]
+        else:
+            elsewhere.append(url)
+            route.abort()  # type: ignore[attr-defined]
+
+    page.route("**/*", only_here)
+    page.add_init_script("""window.__csp = [];
+      document.addEventListener("securitypolicyviolation",
+        (e) => window.__csp.push(e.violatedDirective + " " + e.blockedURI));""")
+    res = page.goto(served.base + "/docs")
+    assert res is not None and res.status == 200
+    assert "script-src 'self'" in (res.headers.get("content-security-policy") or "")
+    expect(page.locator(".swagger-ui .info .title")).to_contain_text("contextfold")
+    expect(page.get_by_text("/v1/sessions/{session_id}/messages").first).to_be_visible()
+    assert elsewhere == []
+    assert page.evaluate("window.__csp") == []

@@ -80,8 +80,8 @@ def test_examples_run_as_scripts(tmp_path: Path) -> None:
 #: a plain ``pip install -e .`` has none of them.
 EXTRA_MODULES = ("tiktoken", "psycopg", "psycopg_pool", "openai", "anthropic", "google.genai",
                  "phonenumbers", "presidio_analyzer", "hypothesis", "pytest", "fastapi",
-                 "uvicorn", "prometheus_client", "httpx", "schemathesis", "playwright",
-                 "langchain", "langgraph", "pydantic_ai", "agents", "llama_index")
+                 "fastapi_offline", "uvicorn", "prometheus_client", "httpx", "schemathesis",
+                 "playwright", "langchain", "langgraph", "pydantic_ai", "agents", "llama_index")
 _PLAIN_INSTALL = """
 import importlib.abc, runpy, sys
 BLOCKED = {blocked!r}
@@ -107,6 +107,7 @@ def test_extra_modules_cover_every_optional_dependency() -> None:
                "openai": "openai", "anthropic": "anthropic", "google-genai": "google.genai",
                "phonenumbers": "phonenumbers", "presidio-analyzer": "presidio_analyzer",
                "pytest": "pytest", "hypothesis": "hypothesis", "fastapi": "fastapi",
+               "fastapi-offline": "fastapi_offline",
                "uvicorn": "uvicorn", "prometheus-client": "prometheus_client", "httpx": "httpx",
                "schemathesis": "schemathesis", "playwright": "playwright",
                "langchain": "langchain", "langgraph": "langgraph",

@@ -75,8 +75,9 @@ export class ContextFoldError extends Error {
 export interface ClientOptions {
   /** Base URL of `contextfold serve`, e.g. `http://127.0.0.1:8765`. */
   baseUrl: string;
-  /** The API key (`contextfold keys create --tenant NAME`). */
-  apiKey: string;
+  /** The API key (`contextfold keys create --tenant NAME`). Leave it out only for a local
+   * `contextfold serve --dev`, which answers requests without a key as the tenant `dev`. */
+  apiKey?: string;
   /** A fetch implementation (default: the global one). */
   fetch?: typeof fetch;
   /** Per-request timeout in milliseconds (default 30 000). */
@@ -98,7 +99,7 @@ export interface ContextOptions {
 
 export class ContextFoldClient {
   private readonly baseUrl: string;
-  private readonly apiKey: string;
+  private readonly apiKey: string | undefined;
   private readonly fetchImpl: typeof fetch;
   private readonly timeoutMs: number;
 
@@ -212,7 +213,8 @@ export class ContextFoldClient {
   }
 
   private async request<T>(method: string, path: string, body?: unknown): Promise<T> {
-    const headers: Record<string, string> = { Authorization: `Bearer ${this.apiKey}` };
+    const headers: Record<string, string> = {};
+    if (this.apiKey !== undefined) headers.Authorization = `Bearer ${this.apiKey}`;
     if (body !== undefined) headers["Content-Type"] = "application/json";
     let response: Response;
     try {

@@ -80,6 +80,8 @@ def create_app(config: ServerConfig | None = None, store_url: str | None = None)
         description=API_DESCRIPTION,
         lifespan=lifespan,
         generate_unique_id_function=lambda route: route.name,
+        docs_url=None,  # served offline by .api_docs, not from a CDN
+        redoc_url=None,
     )
     app.state.contextfold = state
     _install_error_handlers(app)
@@ -100,6 +102,9 @@ def _include_routers(app: FastAPI) -> None:
     app.include_router(search.router)
     app.include_router(ops.router)
     ui.install(app)  # the inspector: /ui/ and its /v1 read routes
+    from . import api_docs
+
+    api_docs.install(app)  # /docs with Swagger UI's files served from here
 
 
 def _problem_response(problem: ProblemError, request: Request) -> JSONResponse:

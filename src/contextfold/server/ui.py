@@ -21,7 +21,7 @@ from .deps import current_tenant, get_state
 from .keys import Tenant
 from .tenancy import ServerState
 
-__all__ = ["DEV_ENV", "DEV_TENANT", "STATIC_DIR", "install"]
+__all__ = ["DEV_ENV", "DEV_TENANT", "SECURITY_HEADERS", "STATIC_DIR", "install"]
 
 STATIC_DIR = Path(__file__).with_name("static")
 DEV_ENV = "CONTEXTFOLD_SERVER_DEV"
@@ -29,7 +29,7 @@ DEV_TENANT = "dev"
 
 router = APIRouter(include_in_schema=False)
 
-_HEADERS = {
+SECURITY_HEADERS = {
     # everything the page needs is served from here: no CDN, no network
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
     "style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'",
@@ -50,7 +50,8 @@ async def ui_redirect() -> RedirectResponse:
 
 @router.get("/ui/")
 async def ui_index() -> FileResponse:
-    return FileResponse(STATIC_DIR / "index.html", media_type="text/html", headers=_HEADERS)
+    return FileResponse(STATIC_DIR / "index.html", media_type="text/html",
+                        headers=SECURITY_HEADERS)
 
 
 @router.get("/ui/config.json")

@@ -160,22 +160,53 @@ function sortPage(th) {
 
 async function openSession(id, foldVersion) {
   if (!state.session || state.session.id !== id) {
-    state.session = { id, folds: new Map(), foldsBefore: null, timelineAfter: 0, seriesBefore: null };
+    clearSession();
+    const sess = { id, folds: new Map(), foldsBefore: null, timelineAfter: 0, seriesBefore: null };
+    state.session = sess;
     $("#session-title").textContent = "Session " + id;
-    $("#fold-detail").hidden = true;
-    $("#timeline").replaceChildren();
-    $("#folds-table tbody").replaceChildren();
-    await loadSessionInfo();
+    try {
+      await loadSessionInfo();
+    } catch (err) {
+      if (state.session === sess) state.session = null;  // nothing of it is shown; retry later
+      throw err;
+    }
+    $("#session-actions").hidden = false;
     await Promise.all([loadFolds(), loadNow(), loadTimeline(), loadSeries(null)]);
   }
   if (foldVersion) await showFold(Number(foldVersion));
 }
 
+// Everything a session view shows, emptied before another session (or none) is shown, so
+// nothing of the previous one stays on the page while the next loads or when it is missing.
+function clearSession() {
+  hideTip();
+  $("#session-actions").hidden = true;
+  $("#session-stats").replaceChildren();
+  $("#session-notes").hidden = true;
+  $("#chart").replaceChildren();
+  $("#chart-caption").textContent = "";
+  $("#chart-earlier").disabled = true;
+  $("#chart-latest").disabled = true;
+  $("#folds-table tbody").replaceChildren();
+  $("#more-folds").hidden = true;
+  $("#fold-detail").hidden = true;
+  $("#now-caption").textContent = "";
+  $("#now-table tbody").replaceChildren();
+  $("#timeline").replaceChildren();
+  $("#timeline-caption").textContent = "";
+  $("#more-timeline").hidden = true;
+}
+
+// A loader's answer is drawn only if its session is still the one shown.
+function current(sess) { return state.session === sess; }
+
 const base = () => "/v1/sessions/" + enc(state.session.id);
 
 async function loadSessionInfo() {
+  const sess = state.session;
   const info = await api(base() + "/inspect");
-  state.session.info = info;
+  if (!current(sess)) return;
+  sess.info = info;
   const stat = (label, value) => h("div", {}, h("dt", {}, label), h("dd", {}, value));
   $("#session-stats").replaceChildren(
     stat("Messages", fmt(info.messages)),
@@ -210,127 +241,30 @@ async function loadSessionInfo() {
 async function loadSeries(before) {
   const params = new URLSearchParams({ limit: String(SERIES_WINDOW) });
   if (before) params.set("before_seq", String(before));
+  const sess = state.session;
   const series = await api(base() + "/inspect/series?" + params);
-  state.session.series = series;
+  if (!current(sess)) return;
+  sess.series = series;
   $("#chart-earlier").disabled = !series.next_before_seq;
   $("#chart-latest").disabled = !before;
   drawChart(series);
 }
 
-function drawChart(series) {
-  const W = 900, H = 260, L = 56, R = 12, T = 12, B = 30;
-  const pts = series.points;
-  const box = $("#chart");
-  $("#chart-caption").textContent = pts.length
-    ? `Messages ${fmt(series.first_seq)}–${fmt(series.last_seq)}: the context the model ` +
-      `received after each message (the summary and the newest live messages that fit the ` +
-      `budget), the budget, and each fold. Where more was stored than sent, a dashed line ` +
-      `shows everything stored (summary + all live messages), waiting to fold.`
-    : "No messages yet.";
-  if (!pts.length) { box.replaceChildren(); return; }
-  const maxY = Math.max(series.budget || 0, ...pts.map((p) => p.context_tokens || 0),
-    ...pts.map((p) => p.stored_tokens || 0), 1) * 1.08;
-  const x0 = series.first_seq, x1 = Math.max(series.last_seq, x0 + 1);
-  const X = (seq) => L + ((seq - x0) / (x1 - x0)) * (W - L - R);
-  const Y = (v) => T + (1 - v / maxY) * (H - T - B);
-  let d = "", pen = false;
-  for (const p of pts) {
-    if (p.context_tokens === null) { pen = false; continue; }
-    d += (pen ? "L" : "M") + X(p.seq).toFixed(1) + "," + Y(p.context_tokens).toFixed(1);
-    pen = true;
-  }
-  let stored = "", spen = false, waiting = false;
-  for (const p of pts) {
-    if (p.stored_tokens === null || p.stored_tokens === undefined) { spen = false; continue; }
-    if (p.stored_tokens !== p.context_tokens) waiting = true;
-    stored += (spen ? "L" : "M") + X(p.seq).toFixed(1) + "," + Y(p.stored_tokens).toFixed(1);
-    spen = true;
-  }
-  let area = `M${X(pts[0].seq).toFixed(1)},${Y(0)}`;
-  for (const p of pts) area += `L${X(p.seq).toFixed(1)},${Y(p.summary_tokens).toFixed(1)}`;
-  area += `L${X(pts[pts.length - 1].seq).toFixed(1)},${Y(0)}Z`;
-  const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => Math.round(f * maxY / 1.08));
-  const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, role: "img",
-    "aria-labelledby": "chart-title chart-caption" },
-    ...ticks.map((t) => s("g", {},
-      s("line", { class: "axis", x1: L - 4, x2: L, y1: Y(t), y2: Y(t) }),
-      s("text", { x: L - 6, y: Y(t) + 4, "text-anchor": "end" }, fmt(t)))),
-    s("line", { class: "axis", x1: L, x2: L, y1: T, y2: H - B }),
-    s("line", { class: "axis", x1: L, x2: W - R, y1: H - B, y2: H - B }),
-    s("text", { x: L, y: H - 8 }, "message " + fmt(x0)),
-    s("text", { x: W - R, y: H - 8, "text-anchor": "end" }, "message " + fmt(series.last_seq)),
-    s("path", { class: "sum", d: area }),
-    waiting ? s("path", { class: "stored", d: stored }) : null,
-    s("path", { class: "ctx", d }),
-    series.budget ? s("line", { class: "budget", x1: L, x2: W - R, y1: Y(series.budget),
-      y2: Y(series.budget) }) : null,
-    series.budget ? s("text", { x: W - R - 4, y: Y(series.budget) - 4, "text-anchor": "end" },
-      "budget " + fmt(series.budget)) : null,
-  );
-  for (const f of series.folds) {
-    const g = s("g", { class: "fold", tabindex: "0", role: "button", "data-version": f.version,
-      "aria-label": `Fold ${f.version} after message ${f.at_seq}: folded messages ${f.lo}–` +
-        `${f.through_seq}; stored before it ${fmt(f.before_tokens)} tokens, context after it ` +
-        `${fmt(f.after_tokens)} tokens. Press Enter for its summary diff.` },
-      s("line", { class: "hit", x1: X(f.at_seq), x2: X(f.at_seq), y1: T, y2: H - B }),
-      s("line", { x1: X(f.at_seq), x2: X(f.at_seq), y1: Y(f.after_tokens), y2: H - B }),
-      s("circle", { cx: X(f.at_seq), cy: Y(f.after_tokens), r: 5 }));
-    const show = () => showTip(g, f);
-    g.addEventListener("mouseenter", show);
-    g.addEventListener("focus", show);
-    g.addEventListener("mouseleave", hideTip);
-    g.addEventListener("blur", hideTip);
-    g.addEventListener("click", () => goFold(f.version));
-    g.addEventListener("keydown", (e) => {
-      if (e.key === "Enter" || e.key === " ") { e.preventDefault(); goFold(f.version); }
-    });
-    svg.append(g);
-  }
-  const legend = h("div", { class: "legend-row" },
-    h("span", {}, h("span", { class: "swatch", style: null }), "context the model received"),
-    waiting ? h("span", { class: "stored-key" }, "- - stored, waiting to fold (not sent)") : null,
-    h("span", {}, "▮ summary tokens"), h("span", {}, "- - budget"), h("span", {}, "● fold"));
-  legend.children[0].firstChild.style.background = "var(--accent)";
-  box.replaceChildren(svg, legend);
-}
-
-function showTip(g, f) {
-  const row = state.session.folds.get(f.version);
-  const tip = $("#chart-tip");
-  const item = (k, v) => [h("dt", {}, k), h("dd", {}, v)];
-  tip.replaceChildren(h("strong", {}, `Fold ${f.version}`), h("dl", {},
-    item("after message", fmt(f.at_seq)),
-    item("folded", `${fmt(f.lo)}–${fmt(f.through_seq)}`),
-    item("stored before", fmt(f.before_tokens)),
-    item("context after", fmt(f.after_tokens)),
-    item("summary tokens", fmt(f.summary_tokens)),
-    ...(row ? [
-      item("reason", row.reason || "–"),
-      item("tokens folded", fmt(row.tokens_folded)),
-      item("summarizer in/out", `${fmt(row.input_tokens)} / ${fmt(row.output_tokens)}`),
-      item("calls", fmt(row.calls)),
-      item("latency", `${fmt(Math.round(row.latency_ms))} ms`),
-      item("model", row.model || "–"),
-    ] : []).flat()));
-  tip.hidden = false;
-  const panel = g.closest(".panel").getBoundingClientRect();
-  const r = g.getBoundingClientRect();
-  tip.style.left = Math.min(r.left - panel.left + 12, panel.width - 330) + "px";
-  tip.style.top = (r.top - panel.top + 12) + "px";
-}
-function hideTip() { $("#chart-tip").hidden = true; }
+// drawChart, showTip and hideTip: inspector-chart.js
 
 // -- folds -------------------------------------------------------------------------------
 
 async function loadFolds() {
   const params = new URLSearchParams({ limit: "50" });
-  if (state.session.foldsBefore) params.set("before_id", String(state.session.foldsBefore));
+  const sess = state.session;
+  if (sess.foldsBefore) params.set("before_id", String(sess.foldsBefore));
   const page = await api(base() + "/inspect/folds?" + params);
-  state.session.foldsBefore = page.next_before_id;
+  if (!current(sess)) return;
+  sess.foldsBefore = page.next_before_id;
   $("#more-folds").hidden = !page.next_before_id;
   const body = $("#folds-table tbody");
   for (const f of page.folds) {
-    if (f.version) state.session.folds.set(f.version, f);
+    if (f.version) sess.folds.set(f.version, f);
     body.append(h("tr", {},
       h("td", {}, f.version ? String(f.version) : "–"),
       h("td", { class: "outcome-" + f.outcome }, f.outcome),
@@ -412,8 +346,23 @@ function textOf(msg) {
   return text;
 }
 
+// A message's text, whole up to ``limit`` characters; a longer one shows its head, says
+// it is cut and how long it is, and a button shows all of it.
+function fullText(text, limit) {
+  const box = h("div", { class: "text" });
+  if (text.length <= limit) { box.textContent = text; return box; }
+  const show = h("button", { type: "button", class: "show-all",
+    "aria-label": `Show all ${fmt(text.length)} characters` }, `Show all`);
+  box.append(text.slice(0, limit), h("span", { class: "cut-note" },
+    ` … (cut: ${fmt(text.length)} characters) `), show);
+  show.addEventListener("click", () => { box.replaceChildren(text); });
+  return box;
+}
+
 async function loadNow() {
+  const sess = state.session;
   const ctx = await api(base() + "/inspect/context");
+  if (!current(sess)) return;
   $("#now-caption").textContent = `${fmt(ctx.tokens)} tokens of a ${fmt(ctx.budget)} budget, ` +
     `${ctx.messages.length} messages` + (ctx.omitted ? `; ${fmt(ctx.omitted)} older live ` +
     "messages left out of this view to stay within the budget (still stored)" : "") +
@@ -426,7 +375,7 @@ async function loadNow() {
     h("td", {}, m.kind),
     h("td", {}, m.message.role + (m.message.name ? ` (${m.message.name})` : "")),
     h("td", { class: "num" }, fmt(m.tokens)),
-    h("td", { class: "content" }, textOf(m.message).slice(0, 2000)),
+    h("td", { class: "content" }, fullText(textOf(m.message), 2000)),
   )));
 }
 
@@ -436,6 +385,7 @@ async function loadTimeline() {
   const sess = state.session;
   const page = await api(base() + `/inspect/timeline?after_seq=${sess.timelineAfter}` +
     `&limit=${TIMELINE_PAGE}`);
+  if (!current(sess)) return;
   if (sess.timelineAfter === 0) {
     $("#timeline-caption").textContent = page.deleted_before
       ? `${fmt(page.deleted_before)} folded messages were deleted (delete retention); ` +
@@ -454,7 +404,7 @@ async function loadTimeline() {
         m.fold_version ? h("a", { class: "badge", href: "#/s/" + enc(sess.id) + "/fold/" +
           m.fold_version }, `folded by fold ${m.fold_version}`) : null,
         m.folded && !m.fold_version ? h("span", { class: "badge" }, "folded") : null),
-      h("div", { class: "content" }, textOf(msg).slice(0, 4000)));
+      h("div", { class: "content" }, fullText(textOf(msg), 4000)));
     if (msg.role === "assistant" && msg.tool_calls && msg.tool_calls.length) {
       const group = h("li", { class: "tool-group" },
         h("div", { class: "group-title" }, `Tool calls: ${msg.tool_calls.map((t) =>
@@ -524,6 +474,7 @@ async function route() {
       if (!m[2]) $("#session-title").focus();
     } else {
       state.session = null;
+      clearSession();
       const l = state.list;
       l.stack = [];
       await loadList(null);
