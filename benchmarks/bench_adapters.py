@@ -1,41 +1,53 @@
-"""Adapter benchmark: what each framework adapter adds to every model call.
+"""Adapter benchmark: each framework's agent loop with contextfold as its memory, against
+the same loop with the framework's own memory piece.
 
 One scripted tool-using conversation (each turn: a question, a tool call — two in parallel
-every 10th turn — its result, an answer; two model calls per turn) runs through each
-framework with an instant fake model. The memory layer's own time is measured inside its
-hooks (conversion + add + context, and folds when they run), excluding the model call,
-and divided by the number of model calls. Peers run the same conversation in the same
-process, so their numbers are comparable despite a shared machine:
+every 10th turn on LangChain — its result, an answer; two model calls per turn) runs
+through each framework with an instant scripted model. The figure that matters is the
+**whole loop's CPU time per model call** (``time.process_time``: every thread of the
+process, so work a framework does on a worker thread counts too), for:
 
-* LangChain ``create_agent``: ``ContextFoldMiddleware`` vs LangChain's own
+* LangChain ``create_agent``: ``ContextFoldMiddleware`` vs LangChain's
   ``SummarizationMiddleware`` (trigger at the budget, keep 20 messages);
-* a hand-built LangGraph graph: the ``ContextFold`` helper vs langmem's
+* a hand-built LangGraph loop: the ``ContextFold`` helper vs langmem's
   ``summarize_messages`` (``max_tokens`` = budget);
-* pydantic-ai: ``ContextFoldCapability``; OpenAI Agents SDK: ``ContextFoldSession`` vs the
-  SDK's ``SQLiteSession`` (in memory, unbounded); LlamaIndex: ``ContextFoldMemory`` vs
-  ``ChatMemoryBuffer`` (token-limit truncation, no summary).
+* pydantic-ai: ``ContextFoldCapability`` vs the loop without a processor (full history);
+* OpenAI Agents SDK: ``ContextFoldSession`` vs the SDK's ``SQLiteSession`` (last 40 items;
+  in memory beside contextfold's memory store, in a file beside its SQLite store);
+* LlamaIndex ``FunctionAgent``: ``ContextFoldMemory`` vs ``ChatMemoryBuffer`` and its
+  replacement ``Memory`` (token-limit truncation, no summary).
 
-Every summarizer (contextfold's and the peers') is a fake that answers a fixed ~200-token
-summary at once, so the figures are the memory machinery's cost, not an LLM's. Also
-reported: the largest request the model received, counted with contextfold's exact
-counter, relative to the budget (peers that count approximately can exceed it).
+contextfold runs on its memory store and on SQLite (a file); "÷ own" is its CPU per call
+over the framework's own piece (the cheapest own row of that framework for that store).
+Every config is warmed up first (imports, first calls) and, with ``--repeat N``, run N
+times in turn with the others, its fastest run reported. Also reported: the time spent
+inside the memory hooks (process CPU, model call excluded), the largest request the model
+received relative to the budget (contextfold's exact counter), and how often the newest
+message was not sent. Every summarizer is a fake answering a fixed ~200-token summary at
+once, so the figures are the memory machinery's cost, not an LLM's.
 
-Usage: python benchmarks/bench_adapters.py [--turns 200] [--budget 4000]
+Usage: python benchmarks/bench_adapters.py [--turns 150] [--budget 4000] [--repeat 3]
+       [--quick] [--only TEXT] [--profile]
 Needs the framework extras plus langmem (benchmark only: pip install langmem).
-Writes benchmarks/results/adapters.md.
+Writes benchmarks/results/adapters.md (not with --only or --profile).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
+import functools
 import json
+import os
 import platform
+import pstats
 import re
 import tempfile
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -79,37 +91,43 @@ class FakeSummarizer:
 
 
 class Clock:
-    """Accumulates time spent in memory hooks, minus the model calls nested in them."""
+    """Accumulates CPU time spent in memory hooks, minus the model calls nested in them,
+    and records what the model received: kept as given during the loop, converted and
+    counted after it (so the recording costs every row the same, next to nothing)."""
 
     def __init__(self) -> None:
         self.seconds = 0.0
         self.calls = 0
-        self.max_tokens = 0
         self.newest_missing = 0  # requests whose newest message was not sent
+        self._sent: list[tuple[Any, Callable[[Any], list[Message]]]] = []
 
-    def sent(self, messages: list[Message]) -> None:
+    def sent(self, request: Any, convert: Callable[[Any], list[Message]]) -> None:
         self.calls += 1
-        tokens = REPLY_PRIMING_TOKENS + sum(count_message(COUNTER, m) for m in messages)
-        self.max_tokens = max(self.max_tokens, tokens)
+        self._sent.append((request, convert))
+
+    @property
+    def max_tokens(self) -> int:
+        return max((REPLY_PRIMING_TOKENS + sum(count_message(COUNTER, m) for m in convert(r))
+                    for r, convert in self._sent), default=0)
 
 
 def timed(clock: Clock, fn: Callable[..., Any]) -> Callable[..., Any]:
     def run(*args: Any, **kwargs: Any) -> Any:
-        start = time.perf_counter()
+        start = time.process_time()
         try:
             return fn(*args, **kwargs)
         finally:
-            clock.seconds += time.perf_counter() - start
+            clock.seconds += time.process_time() - start
     return run
 
 
 def atimed(clock: Clock, fn: Callable[..., Any]) -> Callable[..., Any]:
     async def run(*args: Any, **kwargs: Any) -> Any:
-        start = time.perf_counter()
+        start = time.process_time()
         try:
             return await fn(*args, **kwargs)
         finally:
-            clock.seconds += time.perf_counter() - start
+            clock.seconds += time.process_time() - start
     return run
 
 
@@ -118,25 +136,55 @@ def memory_for(store: str, tmp: Path, budget: int, kind: type = Memory) -> Any:
     return kind(url, policy=TokenBudget(budget), summarizer=FakeSummarizer())
 
 
-# -- LangChain / LangGraph ----------------------------------------------------------------------
+# -- the harness --------------------------------------------------------------------------------
 
 
-def langchain_rows(turns: int, budget: int, tmp: Path) -> list[dict[str, Any]]:
-    from langchain.agents import create_agent
-    from langchain.agents.middleware import SummarizationMiddleware
+@dataclass
+class Config:
+    """One row: a framework's loop with one memory piece. ``play(turns, tmp, clock)`` runs
+    the whole loop in a fresh directory; ``own`` marks the framework's own piece (the
+    baseline); ``info`` rows are shown but never a baseline."""
+
+    framework: str
+    label: str
+    store: str
+    play: Callable[[int, Path, Clock], None]
+    own: bool = False
+    info: bool = False
+
+    @property
+    def name(self) -> str:
+        return f"{self.framework} / {self.label} / {self.store}"
+
+
+@dataclass
+class Result:
+    config: Config
+    clock: Clock
+    cpu: float
+    wall: float
+
+    def per_call(self, seconds: float) -> float:
+        return seconds / max(self.clock.calls, 1)
+
+
+def run_config(config: Config, turns: int, tmp: Path) -> Result:
+    work = Path(tempfile.mkdtemp(dir=tmp))
+    clock = Clock()
+    cpu, wall = time.process_time(), time.perf_counter()
+    config.play(turns, work, clock)
+    return Result(config, clock, time.process_time() - cpu, time.perf_counter() - wall)
+
+
+# -- LangChain ----------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def _langchain() -> Any:
     from langchain_core.language_models.chat_models import BaseChatModel
-    from langchain_core.language_models.fake_chat_models import FakeListChatModel
-    from langchain_core.messages import (
-        AIMessage,
-        HumanMessage,
-        ToolMessage,
-        convert_to_openai_messages,
-    )
+    from langchain_core.messages import AIMessage, ToolMessage, convert_to_openai_messages
     from langchain_core.outputs import ChatGeneration, ChatResult
     from langchain_core.tools import tool
-    from langgraph.checkpoint.memory import InMemorySaver
-
-    from contextfold.integrations.langchain import ContextFoldMiddleware
 
     @tool
     def lookup_order(order: str) -> str:
@@ -144,6 +192,8 @@ def langchain_rows(turns: int, budget: int, tmp: Path) -> list[dict[str, Any]]:
         return tool_result(order)
 
     class Model(BaseChatModel):
+        """Scripted tool-calling model: records what it was sent (untimed by the hooks)."""
+
         clock: Any = None
 
         @property
@@ -155,8 +205,8 @@ def langchain_rows(turns: int, budget: int, tmp: Path) -> list[dict[str, Any]]:
 
         def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None,
                       **kwargs: Any) -> ChatResult:
-            self.clock.sent([Message.from_openai(d)
-                             for d in convert_to_openai_messages(messages)])
+            self.clock.sent(list(messages), lambda sent: [
+                Message.from_openai(d) for d in convert_to_openai_messages(sent)])
             last = messages[-1]
             usage = {"input_tokens": 10, "output_tokens": 10, "total_tokens": 20}
             if isinstance(last, ToolMessage):
@@ -172,341 +222,434 @@ def langchain_rows(turns: int, budget: int, tmp: Path) -> list[dict[str, Any]]:
                 msg = AIMessage("", tool_calls=calls, usage_metadata=usage)
             return ChatResult(generations=[ChatGeneration(message=msg)])
 
-    def timed_middleware(base: type, clock: Clock) -> type:
-        class Timed(base):  # type: ignore[valid-type, misc]
-            def before_model(self, state: Any, runtime: Any) -> Any:
-                return timed(clock, super().before_model)(state, runtime)
+    return Model, lookup_order
 
-            def after_model(self, state: Any, runtime: Any) -> Any:
-                return timed(clock, super().after_model)(state, runtime)
 
-            def wrap_model_call(self, request: Any, handler: Any) -> Any:
-                inner = 0.0
+def _timed_middleware(base: type, clock: Clock) -> type:
+    """``base`` with the hooks it defines timed into ``clock`` (the model call nested in
+    ``wrap_model_call`` excluded); hooks it does not define stay undefined."""
+    from langchain.agents.middleware.types import AgentMiddleware
 
-                def call(req: Any) -> Any:
-                    nonlocal inner
-                    start = time.perf_counter()
-                    try:
-                        return handler(req)
-                    finally:
-                        inner += time.perf_counter() - start
+    def timed_hook(name: str) -> Callable[..., Any]:
+        def hook(self: Any, state: Any, runtime: Any) -> Any:
+            return timed(clock, getattr(super(timed_cls, self), name))(state, runtime)
+        return hook
 
-                start = time.perf_counter()
-                try:
-                    return super().wrap_model_call(request, call)
-                finally:
-                    clock.seconds += time.perf_counter() - start - inner
+    def wrap_model_call(self: Any, request: Any, handler: Any) -> Any:
+        inner = 0.0
 
-        if base is ContextFoldMiddleware:
-            def after_agent(self: Any, state: Any, runtime: Any) -> Any:
-                return timed(clock, ContextFoldMiddleware.after_agent)(self, state, runtime)
-            Timed.after_agent = after_agent  # type: ignore[attr-defined]
-        else:
-            del Timed.after_model, Timed.wrap_model_call  # the peer only has before_model
-        return Timed
+        def call(req: Any) -> Any:
+            nonlocal inner
+            start = time.process_time()
+            try:
+                return handler(req)
+            finally:
+                inner += time.process_time() - start
 
-    rows = []
-    configs: list[tuple[str, str, Callable[[Clock], list[Any]]]] = [
-        ("none (full history)", "-", lambda c: []),
-        ("ContextFoldMiddleware", "memory", lambda c: [timed_middleware(
-            ContextFoldMiddleware, c)(memory_for("memory", tmp, budget))]),
-        ("ContextFoldMiddleware", "sqlite", lambda c: [timed_middleware(
-            ContextFoldMiddleware, c)(memory_for("sqlite", tmp, budget))]),
-        ("SummarizationMiddleware", "state", lambda c: [timed_middleware(
-            SummarizationMiddleware, c)(FakeListChatModel(responses=[SUMMARY]),
-                                         trigger=("tokens", budget), keep=("messages", 20))]),
+        start = time.process_time()
+        try:
+            return super(timed_cls, self).wrap_model_call(request, call)
+        finally:
+            clock.seconds += time.process_time() - start - inner
+
+    hooks: dict[str, Any] = {name: timed_hook(name)
+                             for name in ("before_model", "after_model", "after_agent")
+                             if getattr(base, name) is not getattr(AgentMiddleware, name)}
+    if base.wrap_model_call is not AgentMiddleware.wrap_model_call:  # type: ignore[attr-defined]
+        hooks["wrap_model_call"] = wrap_model_call
+    timed_cls = type(f"Timed{base.__name__}", (base,), hooks)
+    return timed_cls
+
+
+def langchain_configs(budget: int) -> list[Config]:
+    def play(kind: str, store: str = "-", **options: Any) -> Callable[[int, Path, Clock], None]:
+        def run(turns: int, tmp: Path, clock: Clock) -> None:
+            from langchain.agents import create_agent
+            from langchain.agents.middleware import SummarizationMiddleware
+            from langchain_core.language_models.fake_chat_models import FakeListChatModel
+            from langchain_core.messages import HumanMessage
+            from langgraph.checkpoint.memory import InMemorySaver
+
+            from contextfold.integrations.langchain import ContextFoldMiddleware
+
+            model_cls, lookup_order = _langchain()
+            middleware: list[Any] = []
+            if kind == "contextfold":
+                middleware = [_timed_middleware(ContextFoldMiddleware, clock)(
+                    memory_for(store, tmp, budget), **options)]
+            elif kind == "summarization":
+                middleware = [_timed_middleware(SummarizationMiddleware, clock)(
+                    FakeListChatModel(responses=[SUMMARY]), trigger=("tokens", budget),
+                    keep=("messages", 20))]
+            agent = create_agent(model_cls(clock=clock), [lookup_order], system_prompt=SYSTEM,
+                                 checkpointer=InMemorySaver(), middleware=middleware)
+            cfg = {"configurable": {"thread_id": "bench"}}
+            for t in range(1, turns + 1):
+                agent.invoke({"messages": [HumanMessage(user_text(t))]}, cfg)
+        return run
+
+    fw = "LangChain create_agent"
+    return [
+        Config(fw, "none (full history)", "-", play("none"), info=True),
+        Config(fw, "SummarizationMiddleware", "-", play("summarization"), own=True),
+        Config(fw, "ContextFoldMiddleware", "memory", play("contextfold", "memory")),
+        Config(fw, "ContextFoldMiddleware", "sqlite", play("contextfold", "sqlite")),
+        Config(fw, "ContextFoldMiddleware(trim_state=True)", "memory",
+               play("contextfold", "memory", trim_state=True)),
+        Config(fw, "ContextFoldMiddleware(trim_state=True)", "sqlite",
+               play("contextfold", "sqlite", trim_state=True)),
     ]
-    for name, store, middleware in configs:
-        clock = Clock()
-        model = Model(clock=clock)
-        agent = create_agent(model, [lookup_order], system_prompt=SYSTEM,
-                             checkpointer=InMemorySaver(), middleware=middleware(clock))
-        cfg = {"configurable": {"thread_id": "bench"}}
-        start = time.perf_counter()
-        for t in range(1, turns + 1):
-            agent.invoke({"messages": [HumanMessage(user_text(t))]}, cfg)
-        rows.append(row("LangChain create_agent", name, store, clock,
-                        time.perf_counter() - start, budget))
-    return rows
 
 
-def langgraph_rows(turns: int, budget: int, tmp: Path) -> list[dict[str, Any]]:
-    from langchain_core.language_models.fake_chat_models import FakeListChatModel
-    from langchain_core.messages import (
-        AIMessage,
-        HumanMessage,
-        SystemMessage,
-        ToolMessage,
-        convert_to_openai_messages,
-    )
-    from langmem.short_term import summarize_messages
-
-    from contextfold.integrations.langgraph import ContextFold
-
-    def reply(messages: list[Any]) -> AIMessage:
-        last = messages[-1]
-        if isinstance(last, ToolMessage):
-            return AIMessage(answer_text(int(last.tool_call_id.split("_")[1])),
-                             id=str(uuid.uuid4()))
-        t = turn_of(str(last.content))
-        return AIMessage("", id=str(uuid.uuid4()), tool_calls=[{"name": "lookup_order", "args": {
-            "order": f"A-{1000 + t}"}, "id": f"call_{t}_a", "type": "tool_call"}])
-
-    rows = []
-    for name in ("ContextFold helper", "langmem summarize_messages"):
-        clock = Clock()
-        state: list[Any] = []
-        fold = ContextFold(memory_for("memory", tmp, budget), session_id="bench")
-        summarizer = FakeListChatModel(responses=[SUMMARY])
-        running = None
-        start = time.perf_counter()
-        for t in range(1, turns + 1):
-            state.append(HumanMessage(user_text(t), id=str(uuid.uuid4())))
-            for _ in range(2):
-                begin = time.perf_counter()
-                if name.startswith("ContextFold"):
-                    sent = fold.messages(state, system=SYSTEM)
-                else:
-                    result = summarize_messages(state, running_summary=running, model=summarizer,
-                                                max_tokens=budget, max_summary_tokens=256)
-                    running = result.running_summary
-                    sent = [SystemMessage(SYSTEM), *result.messages]
-                clock.seconds += time.perf_counter() - begin
-                clock.sent([Message.from_openai(d) for d in convert_to_openai_messages(sent)])
-                if sent[-1].content != state[-1].content:
-                    clock.newest_missing += 1
-                ai = reply(state)
-                if name.startswith("ContextFold"):
-                    clock.seconds += _secs(lambda ai=ai, fold=fold: fold.record(ai))
-                state.append(ai)
-                if ai.tool_calls:
-                    state.append(ToolMessage(tool_result(ai.tool_calls[0]["args"]["order"]),
-                                             tool_call_id=ai.tool_calls[0]["id"],
-                                             id=str(uuid.uuid4())))
-        rows.append(row("LangGraph hand-built", name, "memory", clock,
-                        time.perf_counter() - start, budget))
-    return rows
+# -- LangGraph ----------------------------------------------------------------------------------
 
 
-def _secs(fn: Callable[[], Any]) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
+def langgraph_configs(budget: int) -> list[Config]:
+    def play(kind: str, store: str = "-") -> Callable[[int, Path, Clock], None]:
+        def run(turns: int, tmp: Path, clock: Clock) -> None:
+            from langchain_core.language_models.fake_chat_models import FakeListChatModel
+            from langchain_core.messages import (
+                AIMessage,
+                HumanMessage,
+                SystemMessage,
+                ToolMessage,
+                convert_to_openai_messages,
+            )
+            from langmem.short_term import summarize_messages
 
+            from contextfold.integrations.langgraph import ContextFold
 
-# -- pydantic-ai, OpenAI Agents, LlamaIndex -----------------------------------------------------
+            def reply(messages: list[Any]) -> AIMessage:
+                last = messages[-1]
+                if isinstance(last, ToolMessage):
+                    return AIMessage(answer_text(int(last.tool_call_id.split("_")[1])),
+                                     id=str(uuid.uuid4()))
+                t = turn_of(str(last.content))
+                return AIMessage("", id=str(uuid.uuid4()), tool_calls=[{
+                    "name": "lookup_order", "args": {"order": f"A-{1000 + t}"},
+                    "id": f"call_{t}_a", "type": "tool_call"}])
 
-
-def pydantic_ai_rows(turns: int, budget: int, tmp: Path) -> list[dict[str, Any]]:
-    from pydantic_ai import Agent
-    from pydantic_ai import messages as pai
-    from pydantic_ai.models.function import AgentInfo, FunctionModel
-
-    from contextfold.integrations.pydantic_ai import ContextFoldCapability
-
-    rows = []
-    for store in ("none", "memory", "sqlite"):
-        clock = Clock()
-
-        def play(messages: list[pai.ModelMessage], info: AgentInfo,
-                 clock: Clock = clock) -> pai.ModelResponse:
-            clock.calls += 1
-            last = messages[-1].parts[-1]
-            if isinstance(last, pai.ToolReturnPart):
-                return pai.ModelResponse(parts=[pai.TextPart(answer_text(int(
-                    last.tool_call_id.split("_")[1])))])
-            t = turn_of(str(last.content))  # type: ignore[union-attr]
-            return pai.ModelResponse(parts=[pai.ToolCallPart(
-                "lookup_order", {"order": f"A-{1000 + t}"}, f"call_{t}_a")])
-
-        caps: list[Any] = []
-        if store != "none":
-            cap = ContextFoldCapability(memory_for(store, tmp, budget, AsyncMemory), "bench")
-            cap.before_model_request = atimed(clock, cap.before_model_request)  # type: ignore[method-assign]
-            cap.after_model_request = atimed(clock, cap.after_model_request)  # type: ignore[method-assign]
-            caps.append(cap)
-        agent = Agent(FunctionModel(play), system_prompt=SYSTEM, capabilities=caps)
-
-        @agent.tool_plain
-        def lookup_order(order: str) -> str:
-            """Look up an order by its id (A-1234)."""
-            return tool_result(order)
-
-        async def run(agent: Any = agent) -> None:
-            history: list[Any] = []
+            state: list[Any] = []
+            fold = ContextFold(memory_for(store, tmp, budget), session_id="bench") \
+                if kind == "contextfold" else None
+            summarizer = FakeListChatModel(responses=[SUMMARY])
+            running = None
             for t in range(1, turns + 1):
-                history = (await agent.run(user_text(t), message_history=history)).all_messages()
+                state.append(HumanMessage(user_text(t), id=str(uuid.uuid4())))
+                for _ in range(2):
+                    begin = time.process_time()
+                    if fold is not None:
+                        sent = fold.messages(state, system=SYSTEM)
+                    else:
+                        result = summarize_messages(
+                            state, running_summary=running, model=summarizer,
+                            max_tokens=budget, max_summary_tokens=256)
+                        running = result.running_summary
+                        sent = [SystemMessage(SYSTEM), *result.messages]
+                    clock.seconds += time.process_time() - begin
+                    clock.sent(sent, lambda sent: [Message.from_openai(d) for d in
+                                                   convert_to_openai_messages(sent)])
+                    if sent[-1].content != state[-1].content:
+                        clock.newest_missing += 1
+                    ai = reply(state)
+                    if fold is not None:
+                        begin = time.process_time()
+                        fold.record(ai)
+                        clock.seconds += time.process_time() - begin
+                    state.append(ai)
+                    if ai.tool_calls:
+                        state.append(ToolMessage(tool_result(ai.tool_calls[0]["args"]["order"]),
+                                                 tool_call_id=ai.tool_calls[0]["id"],
+                                                 id=str(uuid.uuid4())))
+        return run
 
-        start = time.perf_counter()
-        asyncio.run(run())
-        rows.append(row("pydantic-ai", "ContextFoldCapability" if caps else
-                        "none (full history)", store if caps else "-", clock,
-                        time.perf_counter() - start, budget, measured=False))
-    return rows
+    fw = "LangGraph hand-built"
+    return [
+        Config(fw, "langmem summarize_messages", "-", play("langmem"), own=True),
+        Config(fw, "ContextFold helper", "memory", play("contextfold", "memory")),
+        Config(fw, "ContextFold helper", "sqlite", play("contextfold", "sqlite")),
+    ]
 
 
-def openai_agents_rows(turns: int, budget: int, tmp: Path) -> list[dict[str, Any]]:
-    from agents import (
-        Agent,
-        OpenAIResponsesModel,
-        Runner,
-        SQLiteSession,
-        function_tool,
-        set_tracing_disabled,
-    )
-    from openai import AsyncOpenAI
+# -- pydantic-ai --------------------------------------------------------------------------------
 
-    from contextfold.integrations.openai_agents import ContextFoldSession
-    from contextfold.testing.tool_server import OpenAIToolServer, ToolReply
 
-    set_tracing_disabled(True)
+def pydantic_ai_configs(budget: int) -> list[Config]:
+    def play(store: str | None) -> Callable[[int, Path, Clock], None]:
+        def run(turns: int, tmp: Path, clock: Clock) -> None:
+            from pydantic_ai import Agent
+            from pydantic_ai import messages as pai
+            from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-    @function_tool
-    def lookup_order(order: str) -> str:
-        """Look up an order by its id (A-1234)."""
-        return tool_result(order)
+            from contextfold.integrations.pydantic_ai import ContextFoldCapability
 
-    def play(request: Any) -> ToolReply:
-        last = request.body["input"][-1]
-        if last.get("type") == "function_call_output":
-            return ToolReply.say(answer_text(int(last["call_id"].split("_")[1])))
-        content = last["content"]
-        t = turn_of(content if isinstance(content, str) else content[0]["text"])
-        return ToolReply.call(("lookup_order", {"order": f"A-{1000 + t}"}, f"call_{t}_a"))
+            def reply(messages: list[pai.ModelMessage], info: AgentInfo) -> pai.ModelResponse:
+                clock.calls += 1
+                last = messages[-1].parts[-1]
+                if isinstance(last, pai.ToolReturnPart):
+                    return pai.ModelResponse(parts=[pai.TextPart(answer_text(int(
+                        last.tool_call_id.split("_")[1])))])
+                t = turn_of(str(last.content))  # type: ignore[union-attr]
+                return pai.ModelResponse(parts=[pai.ToolCallPart(
+                    "lookup_order", {"order": f"A-{1000 + t}"}, f"call_{t}_a")])
 
-    rows = []
-    for name in ("SQLiteSession (last 40 items)", "ContextFoldSession"):
-        clock = Clock()
-        with OpenAIToolServer(play) as server:
-            client = AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
-            agent = Agent(name="desk", instructions=SYSTEM, tools=[lookup_order],
-                          model=OpenAIResponsesModel(model="gpt-4o-mini", openai_client=client))
-            options: dict[str, Any] = {}
-            session: Any
-            if name.startswith("ContextFold"):
-                session = ContextFoldSession("bench", memory_for("memory", tmp, budget,
-                                                                  AsyncMemory), system=SYSTEM)
-                session.input_filter = atimed(clock, session.input_filter)
-                options["run_config"] = session.run_config()
-            else:
-                session = SQLiteSession("bench", session_settings={"limit": 40})
-            for method in ("get_items", "add_items"):
-                setattr(session, method, atimed(clock, getattr(session, method)))
+            caps: list[Any] = []
+            if store is not None:
+                cap = ContextFoldCapability(memory_for(store, tmp, budget, AsyncMemory), "bench")
+                cap.before_model_request = atimed(  # type: ignore[method-assign]
+                    clock, cap.before_model_request)
+                cap.after_model_request = atimed(  # type: ignore[method-assign]
+                    clock, cap.after_model_request)
+                caps.append(cap)
+            agent = Agent(FunctionModel(reply), system_prompt=SYSTEM, capabilities=caps)
 
-            async def run(session: Any = session, agent: Any = agent,
-                          options: dict[str, Any] = options, client: Any = client) -> None:
+            @agent.tool_plain
+            def lookup_order(order: str) -> str:
+                """Look up an order by its id (A-1234)."""
+                return tool_result(order)
+
+            async def main() -> None:
+                history: list[Any] = []
                 for t in range(1, turns + 1):
-                    await Runner.run(agent, user_text(t), session=session, **options)
-                await client.close()
+                    result = await agent.run(user_text(t), message_history=history)
+                    history = result.all_messages()
 
-            start = time.perf_counter()
-            asyncio.run(run())
-            elapsed = time.perf_counter() - start
-            for r in server.requests:  # the prompt text, as one message: an estimate
-                clock.sent([Message(role="user", content=r.prompt)])
-        rows.append(row("OpenAI Agents SDK", name, "memory", clock, elapsed, budget))
-    return rows
+            asyncio.run(main())
+        return run
+
+    fw = "pydantic-ai"
+    return [
+        Config(fw, "no processor (full history)", "-", play(None), own=True),
+        Config(fw, "ContextFoldCapability", "memory", play("memory")),
+        Config(fw, "ContextFoldCapability", "sqlite", play("sqlite")),
+    ]
 
 
-def llamaindex_rows(turns: int, budget: int, tmp: Path) -> list[dict[str, Any]]:
-    import warnings
+# -- OpenAI Agents SDK --------------------------------------------------------------------------
 
-    from llama_index.core.agent.workflow import FunctionAgent
-    from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
-    from llama_index.core.llms.mock import MockFunctionCallingLLM
-    from llama_index.core.memory import ChatMemoryBuffer
-    from llama_index.core.tools import FunctionTool
 
-    from contextfold.integrations.llamaindex import ContextFoldMemory, from_llamaindex
+def openai_agents_configs(budget: int) -> list[Config]:
+    def play(kind: str, store: str) -> Callable[[int, Path, Clock], None]:
+        def run(turns: int, tmp: Path, clock: Clock) -> None:
+            from agents import (
+                Agent,
+                OpenAIResponsesModel,
+                Runner,
+                SQLiteSession,
+                function_tool,
+                set_tracing_disabled,
+            )
+            from openai import AsyncOpenAI
 
-    warnings.simplefilter("ignore", DeprecationWarning)
-    rows = []
-    for name in ("ChatMemoryBuffer (truncation)", "ContextFoldMemory"):
-        clock = Clock()
+            from contextfold.integrations.openai_agents import ContextFoldSession
+            from contextfold.testing.tool_server import OpenAIToolServer, ToolReply
 
-        def play(messages: Any, clock: Clock = clock, **kwargs: Any) -> ChatMessage:
-            clock.sent([from_llamaindex(m, str(i)) for i, m in enumerate(messages)])
-            last = messages[-1]
-            if last.role == MessageRole.TOOL:
-                t = int(str(last.additional_kwargs["tool_call_id"]).split("_")[1])
-                return ChatMessage(role=MessageRole.ASSISTANT, content=answer_text(t))
-            t = turn_of(last.content or "")
-            return ChatMessage(role=MessageRole.ASSISTANT, blocks=[ToolCallBlock(
-                tool_call_id=f"call_{t}_a", tool_name="lookup_order",
-                tool_kwargs={"order": f"A-{1000 + t}"})])
+            set_tracing_disabled(True)
 
-        memory: Any
-        if name.startswith("ContextFold"):
-            memory = ContextFoldMemory(memory_for("memory", tmp, budget, AsyncMemory), "bench",
-                                       system=SYSTEM)
-        else:
-            memory = ChatMemoryBuffer.from_defaults(token_limit=budget)
-        for method in ("aget", "aput", "aput_messages"):
-            object.__setattr__(memory, method, atimed(clock, getattr(memory, method)))
-        agent = FunctionAgent(tools=[FunctionTool.from_defaults(tool_result,
-                                                                 name="lookup_order")],
-                              llm=MockFunctionCallingLLM(response_generator=play,
-                                                         is_chat_model=True),
-                              system_prompt=SYSTEM)
+            @function_tool
+            def lookup_order(order: str) -> str:
+                """Look up an order by its id (A-1234)."""
+                return tool_result(order)
 
-        async def run(agent: Any = agent, memory: Any = memory) -> None:
-            for t in range(1, turns + 1):
-                await agent.run(user_msg=user_text(t), memory=memory)
+            def reply(request: Any) -> ToolReply:
+                last = request.body["input"][-1]
+                if last.get("type") == "function_call_output":
+                    return ToolReply.say(answer_text(int(last["call_id"].split("_")[1])))
+                content = last["content"]
+                t = turn_of(content if isinstance(content, str) else content[0]["text"])
+                return ToolReply.call(("lookup_order", {"order": f"A-{1000 + t}"},
+                                       f"call_{t}_a"))
 
-        start = time.perf_counter()
-        asyncio.run(run())
-        rows.append(row("LlamaIndex FunctionAgent", name, "memory", clock,
-                        time.perf_counter() - start, budget))
-    return rows
+            with OpenAIToolServer(reply) as server:
+                client = AsyncOpenAI(base_url=server.url, api_key="test", max_retries=0)
+                agent = Agent(name="desk", instructions=SYSTEM, tools=[lookup_order],
+                              model=OpenAIResponsesModel(model="gpt-4o-mini",
+                                                         openai_client=client))
+                options: dict[str, Any] = {}
+                session: Any
+                if kind == "contextfold":
+                    session = ContextFoldSession("bench", memory_for(store, tmp, budget,
+                                                                      AsyncMemory), system=SYSTEM)
+                    session.input_filter = atimed(clock, session.input_filter)
+                    options["run_config"] = session.run_config()
+                else:
+                    db = ":memory:" if store == "memory" else str(tmp / "sdk.db")
+                    session = SQLiteSession("bench", db, session_settings={"limit": 40})
+                for method in ("get_items", "add_items"):
+                    setattr(session, method, atimed(clock, getattr(session, method)))
+
+                async def main() -> None:
+                    for t in range(1, turns + 1):
+                        await Runner.run(agent, user_text(t), session=session, **options)
+                    await client.close()
+
+                asyncio.run(main())
+                for r in server.requests:  # the prompt text, as one message: an estimate
+                    clock.sent(r.prompt, lambda p: [Message(role="user", content=p)])
+        return run
+
+    fw = "OpenAI Agents SDK"
+    return [
+        Config(fw, "SQLiteSession (last 40 items)", "memory", play("sdk", "memory"), own=True),
+        Config(fw, "SQLiteSession (last 40 items)", "sqlite", play("sdk", "sqlite"), own=True),
+        Config(fw, "ContextFoldSession", "memory", play("contextfold", "memory")),
+        Config(fw, "ContextFoldSession", "sqlite", play("contextfold", "sqlite")),
+    ]
+
+
+# -- LlamaIndex ---------------------------------------------------------------------------------
+
+
+def llamaindex_configs(budget: int) -> list[Config]:
+    def play(kind: str, store: str = "-") -> Callable[[int, Path, Clock], None]:
+        def run(turns: int, tmp: Path, clock: Clock) -> None:
+            import warnings
+
+            from llama_index.core.agent.workflow import FunctionAgent
+            from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
+            from llama_index.core.llms.mock import MockFunctionCallingLLM
+            from llama_index.core.memory import ChatMemoryBuffer
+            from llama_index.core.memory import Memory as LlamaMemory
+            from llama_index.core.tools import FunctionTool
+
+            from contextfold.integrations.llamaindex import ContextFoldMemory, from_llamaindex
+
+            warnings.simplefilter("ignore", DeprecationWarning)
+
+            def reply(messages: Any, **kwargs: Any) -> ChatMessage:
+                clock.sent(list(messages), lambda sent: [
+                    from_llamaindex(m, str(i)) for i, m in enumerate(sent)])
+                last = messages[-1]
+                if last.role == MessageRole.TOOL:
+                    t = int(str(last.additional_kwargs["tool_call_id"]).split("_")[1])
+                    return ChatMessage(role=MessageRole.ASSISTANT, content=answer_text(t))
+                t = turn_of(last.content or "")
+                return ChatMessage(role=MessageRole.ASSISTANT, blocks=[ToolCallBlock(
+                    tool_call_id=f"call_{t}_a", tool_name="lookup_order",
+                    tool_kwargs={"order": f"A-{1000 + t}"})])
+
+            memory: Any
+            if kind == "contextfold":
+                memory = ContextFoldMemory(memory_for(store, tmp, budget, AsyncMemory), "bench",
+                                           system=SYSTEM)
+            elif kind == "buffer":
+                memory = ChatMemoryBuffer.from_defaults(token_limit=budget)
+            else:
+                memory = LlamaMemory.from_defaults(session_id="bench", token_limit=budget)
+            for method in ("aget", "aput", "aput_messages"):
+                object.__setattr__(memory, method, atimed(clock, getattr(memory, method)))
+            agent = FunctionAgent(
+                tools=[FunctionTool.from_defaults(tool_result, name="lookup_order")],
+                llm=MockFunctionCallingLLM(response_generator=reply, is_chat_model=True),
+                system_prompt=SYSTEM)
+
+            async def main() -> None:
+                for t in range(1, turns + 1):
+                    await agent.run(user_msg=user_text(t), memory=memory)
+
+            asyncio.run(main())
+        return run
+
+    fw = "LlamaIndex FunctionAgent"
+    return [
+        Config(fw, "ChatMemoryBuffer (truncation)", "-", play("buffer"), own=True),
+        Config(fw, "Memory (truncation)", "-", play("memory"), own=True),
+        Config(fw, "ContextFoldMemory", "memory", play("contextfold", "memory")),
+        Config(fw, "ContextFoldMemory", "sqlite", play("contextfold", "sqlite")),
+    ]
 
 
 # -- report -------------------------------------------------------------------------------------
 
 
-def row(framework: str, adapter: str, store: str, clock: Clock, elapsed: float, budget: int,
-        measured: bool = True) -> dict[str, Any]:
-    calls = max(clock.calls, 1)
-    return {"framework": framework, "adapter": adapter, "store": store, "calls": clock.calls,
-            "memory_us": clock.seconds / calls * 1e6,
-            "loop_ms": elapsed / calls * 1e3,
-            "max_ratio": clock.max_tokens / budget if measured and clock.max_tokens else None,
-            "newest_missing": clock.newest_missing}
+def baseline(result: Result, results: list[Result]) -> Result | None:
+    """The cheapest own row of ``result``'s framework for its store (None for own rows)."""
+    config = result.config
+    if config.own or config.info:
+        return None
+    owns = [r for r in results if r.config.own and r.config.framework == config.framework
+            and r.config.store in ("-", config.store)]
+    return min(owns, key=lambda r: r.per_call(r.cpu), default=None)
 
 
-def render(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
+def render(results: list[Result], args: argparse.Namespace, load: str) -> str:
     lines = [
-        f"# Adapter overhead ({args.turns} turns, budget {args.budget:,} tokens)",
+        f"# Adapter overhead ({args.turns} user turns, budget {args.budget:,} tokens)",
         "",
-        f"Python {platform.python_version()}, {platform.machine()}; a 2-core machine shared "
-        "with other jobs, so absolute times are noisy: compare rows within one framework.",
+        f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs; "
+        f"load average {load} (start → end). CPU is `time.process_time` of the whole loop "
+        "(all threads), divided by the model calls; "
+        + (f"fastest of {args.repeat} runs per row, run in turn; " if args.repeat > 1 else "")
+        + "each row warmed up first. Compare rows within one framework: the machine may be "
+        "shared. Reproduce: `python benchmarks/bench_adapters.py"
+        + (f" --repeat {args.repeat}" if args.repeat > 1 else "")
+        + (f" --turns {args.turns}" if args.turns != TURNS else "") + "`.",
         "",
-        "| framework | memory | store | model calls | memory µs / call | whole loop ms / call "
-        "| max request ÷ budget | newest message not sent |",
-        "|---|---|---|---:|---:|---:|---:|---:|",
+        "| framework | memory | store | model calls | loop CPU ms / call | ÷ own "
+        "| memory hooks CPU µs / call | max request ÷ budget | newest message not sent |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for r in rows:
-        ratio = "-" if r["max_ratio"] is None else f"{r['max_ratio']:.2f}"
-        mem = "-" if r["adapter"].startswith("none") else f"{r['memory_us']:,.0f}"
-        lines.append(f"| {r['framework']} | {r['adapter']} | {r['store']} | {r['calls']} | "
-                     f"{mem} | {r['loop_ms']:.2f} | {ratio} | {r['newest_missing']} |")
+    for r in results:
+        base = baseline(r, results)
+        ratio = "-" if base is None else f"**{r.per_call(r.cpu) / base.per_call(base.cpu):.2f}**"
+        c = r.clock
+        top = c.max_tokens
+        size = f"{top / args.budget:.2f}" if top else "-"
+        hooks = "-" if r.config.info or (r.config.own and r.config.framework == "pydantic-ai") \
+            else f"{r.per_call(c.seconds) * 1e6:,.0f}"
+        lines.append(f"| {r.config.framework} | {r.config.label} | {r.config.store} | "
+                     f"{c.calls} | {r.per_call(r.cpu) * 1e3:.2f} | {ratio} | {hooks} | {size} | "
+                     f"{c.newest_missing} |")
     return "\n".join(lines) + "\n"
+
+
+TURNS = 150
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument("--turns", type=int, default=TURNS)
     parser.add_argument("--budget", type=int, default=4000)
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--quick", action="store_true", help="40 turns, one run")
+    parser.add_argument("--only", default="", help="rows whose name contains this text")
+    parser.add_argument("--profile", action="store_true",
+                        help="cProfile the chosen rows: contextfold's functions by own time")
     args = parser.parse_args(argv)
-    rows: list[dict[str, Any]] = []
+    if args.quick:
+        args.turns, args.repeat = 40, 1
+    configs = [c for part in (langchain_configs, langgraph_configs, pydantic_ai_configs,
+                              openai_agents_configs, llamaindex_configs)
+               for c in part(args.budget) if args.only.lower() in c.name.lower()]
+    load = [os.getloadavg()[0]]
+    best: dict[str, Result] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for part in (langchain_rows, langgraph_rows, pydantic_ai_rows, openai_agents_rows,
-                     llamaindex_rows):
-            rows += part(args.turns, args.budget, Path(tmp))
-            print(render(rows, args).splitlines()[-1], flush=True)
-    report = render(rows, args)
+        for config in configs:  # imports and first calls, untimed
+            config.play(3, Path(tempfile.mkdtemp(dir=tmp)), Clock())
+        for _ in range(max(1, args.repeat)):
+            for config in configs:
+                if args.profile:
+                    profile = cProfile.Profile(time.thread_time)
+                    profile.enable()
+                result = run_config(config, args.turns, Path(tmp))
+                if args.profile:
+                    profile.disable()
+                    print(f"== {config.name}: {result.per_call(result.cpu) * 1e3:.2f} ms/call")
+                    stats = pstats.Stats(profile)
+                    stats.sort_stats("tottime").print_stats("contextfold", 25)
+                    stats.sort_stats("cumulative").print_stats("contextfold", 25)
+                kept = best.get(config.name)
+                if kept is None or result.cpu < kept.cpu:
+                    best[config.name] = result
+                print(f"{config.name}: {result.per_call(result.cpu) * 1e3:.2f} ms CPU / call",
+                      flush=True)
+    load.append(os.getloadavg()[0])
+    report = render([best[c.name] for c in configs], args,
+                    " → ".join(f"{x:.1f}" for x in load))
     print("\n" + report)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "adapters.md").write_text(report, encoding="utf-8")
+    if not (args.only or args.profile):
+        RESULTS.mkdir(exist_ok=True)
+        (RESULTS / "adapters.md").write_text(report, encoding="utf-8")
     return 0
 
 

@@ -11,9 +11,11 @@
                          checkpointer=checkpointer)
     agent.invoke({"messages": [("user", "hi")]}, {"configurable": {"thread_id": "t1"}})
 
-Each step: new messages in the agent state are appended to contextfold (by message id, so
-a replayed step appends nothing twice; which messages are new is kept in the state, so it
-survives restarts with the checkpointer); the model receives contextfold's context instead
+Before every model call and at the end of a run, the new messages in the agent state are
+appended to contextfold in one batch (by message id, so a replayed step appends nothing
+twice; which messages are new is kept in the state, so it survives restarts with the
+checkpointer; a model's reply is stored with the tool results that follow it); the model
+receives contextfold's context instead
 of the whole history — the system prompt with the summary block appended, then the live
 messages, never over the budget and never splitting a tool call from its result; the
 ``usage_metadata`` the provider reports feeds ``record_usage`` (for ``ReportedUsage``).
@@ -89,18 +91,21 @@ def thread_id(runtime: Any = None) -> str | None:
 
 
 class SyncPlan:
-    """What to append from a state's messages, and the new watermark."""
+    """What to append from a state's messages, where the new ones start, and the new
+    watermark."""
 
-    __slots__ = ("messages", "watermark")
+    __slots__ = ("messages", "start", "watermark")
 
-    def __init__(self, messages: list[Message], watermark: str | None) -> None:
+    def __init__(self, messages: list[Message], watermark: str | None, start: int = 0) -> None:
         self.messages = messages
         self.watermark = watermark
+        self.start = start
 
 
 def plan_sync(state_messages: Sequence[BaseMessage], synced: str | None) -> SyncPlan:
     """The state messages after the watermark ``synced`` (all of them when it is unset or
-    no longer in the state: the store drops those it already holds, by id)."""
+    no longer in the state: the store drops those it already holds, by id). The watermark
+    is looked for from the newest message back, so a step costs what it added."""
     start = 0
     if synced is not None:
         for i in range(len(state_messages) - 1, -1, -1):
@@ -113,7 +118,7 @@ def plan_sync(state_messages: Sequence[BaseMessage], synced: str | None) -> Sync
         if converted is not None and converted.role != "system":  # a prompt, never folded
             new.append(converted)
     last = message_id(state_messages[-1], len(state_messages) - 1) if state_messages else synced
-    return SyncPlan(new, last)
+    return SyncPlan(new, last, start)
 
 
 def state_system(messages: Sequence[BaseMessage]) -> list[str]:
@@ -121,11 +126,17 @@ def state_system(messages: Sequence[BaseMessage]) -> list[str]:
     return [m.text for m in messages if isinstance(m, SystemMessage) and m.text]
 
 
-def _reported_input_tokens(messages: Sequence[BaseMessage]) -> int | None:
-    last = messages[-1] if messages else None
-    usage = last.usage_metadata if isinstance(last, AIMessage) else None
-    value = usage.get("input_tokens") if usage else None
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+def _reported_input_tokens(messages: Sequence[BaseMessage], start: int = 0) -> int | None:
+    """The input tokens the provider reported for the newest model reply at or after
+    ``start`` (None if it reported none)."""
+    for i in range(len(messages) - 1, start - 1, -1):
+        last = messages[i]
+        if isinstance(last, AIMessage):
+            usage = last.usage_metadata
+            value = usage.get("input_tokens") if usage else None
+            return value if isinstance(value, int) and not isinstance(value, bool) \
+                and value >= 0 else None
+    return None
 
 
 class ContextFoldMiddleware(AgentMiddleware[ContextFoldState, Any, Any]):
@@ -179,14 +190,18 @@ class ContextFoldMiddleware(AgentMiddleware[ContextFoldState, Any, Any]):
             self._tool_cache = (key, schemas)
         return self._tool_cache[1]
 
-    def _updates(self, plan: SyncPlan, remove: list[str], version: int | None,
-                 ) -> dict[str, Any]:
-        update: dict[str, Any] = {SYNCED_KEY: plan.watermark}
+    @staticmethod
+    def _updates(state: Mapping[str, Any], plan: SyncPlan, remove: list[str],
+                 version: int | None) -> dict[str, Any] | None:
+        """The state update, or None when nothing changed (no channel write)."""
+        update: dict[str, Any] = {}
+        if plan.watermark != state.get(SYNCED_KEY):
+            update[SYNCED_KEY] = plan.watermark
         if remove:
             update["messages"] = [RemoveMessage(id=i) for i in remove]
         if version is not None:
             update[TRIMMED_KEY] = version
-        return update
+        return update or None
 
     def _trim_needed(self, state: Mapping[str, Any], stats: Any) -> bool:
         version = stats.summary_version if stats is not None else -1
@@ -199,13 +214,21 @@ class ContextFoldMiddleware(AgentMiddleware[ContextFoldState, Any, Any]):
         return [mid for i, m in enumerate(messages)
                 if m.id and (mid := message_id(m, i)) not in live_ids]
 
-    def _sync(self, state: Mapping[str, Any], runtime: Any, usage: bool) -> dict[str, Any]:
+    def _plan(self, state: Mapping[str, Any], runtime: Any
+              ) -> tuple[str, SyncPlan, int | None]:
+        """(session, what to append, the input tokens to record or None): the reply the
+        newest new message answers carries the provider's count of the call before."""
         sid = self.session(runtime)
         messages = state.get("messages") or []
         plan = plan_sync(messages, state.get(SYNCED_KEY))
+        reported = (_reported_input_tokens(messages, plan.start)
+                    if self.record_usage and plan.messages else None)
+        return sid, plan, reported
+
+    def _sync(self, state: Mapping[str, Any], runtime: Any) -> dict[str, Any] | None:
+        sid, plan, reported = self._plan(state, runtime)
         if plan.messages:
             self.bridge.add(sid, plan.messages)
-        reported = _reported_input_tokens(messages) if usage and self.record_usage else None
         if reported is not None:
             self.bridge.record_usage(sid, reported)
         remove: list[str] = []
@@ -216,16 +239,13 @@ class ContextFoldMiddleware(AgentMiddleware[ContextFoldState, Any, Any]):
                 live = self.bridge.call("messages", sid, include_folded=False) if stats else []
                 remove = self._removals(state, live)
                 version = stats.summary_version if stats is not None else 0
-        return self._updates(plan, remove, version)
+        return self._updates(state, plan, remove, version)
 
-    async def _async_sync(self, state: Mapping[str, Any], runtime: Any, usage: bool
-                          ) -> dict[str, Any]:
-        sid = self.session(runtime)
-        messages = state.get("messages") or []
-        plan = plan_sync(messages, state.get(SYNCED_KEY))
+    async def _async_sync(self, state: Mapping[str, Any], runtime: Any
+                          ) -> dict[str, Any] | None:
+        sid, plan, reported = self._plan(state, runtime)
         if plan.messages:
             await self.bridge.aadd(sid, plan.messages)
-        reported = _reported_input_tokens(messages) if usage and self.record_usage else None
         if reported is not None:
             await self.bridge.arecord_usage(sid, reported)
         remove: list[str] = []
@@ -237,61 +257,60 @@ class ContextFoldMiddleware(AgentMiddleware[ContextFoldState, Any, Any]):
                         if stats else [])
                 remove = self._removals(state, live)
                 version = stats.summary_version if stats is not None else 0
-        return self._updates(plan, remove, version)
+        return self._updates(state, plan, remove, version)
 
-    @staticmethod
-    def _system(request: ModelRequest[Any]) -> str | None:
-        texts = [request.system_prompt] if request.system_prompt else []
-        return "\n\n".join([*texts, *state_system(request.messages)]) or None
-
-    def _request(self, request: ModelRequest[Any], context: Any) -> ModelRequest[Any]:
+    def _request(self, request: ModelRequest[Any], context: Any, in_state: list[str]
+                 ) -> ModelRequest[Any]:
         parts = split_context(context)
-        texts = [*state_system(request.messages), parts.summary or ""]
+        texts = [*in_state, parts.summary or ""]
         summary = "\n\n".join(t for t in texts if t) or None
         return request.override(
             messages=to_langchain(parts.messages, request.messages),  # type: ignore[arg-type]
             system_message=system_message(request.system_message, summary),
         )
 
+    def _context_options(self, request: ModelRequest[Any]) -> tuple[dict[str, Any], list[str]]:
+        """``context()`` options for ``request`` and the system texts kept in its state."""
+        in_state = state_system(request.messages)
+        texts = [request.system_prompt] if request.system_prompt else []
+        system = "\n\n".join([*texts, *in_state]) or None
+        return {"system": system, "tools": self._tools(request.tools),
+                "max_tokens": self.max_tokens}, in_state
+
     # -- hooks -------------------------------------------------------------------------------
+    # Two graph nodes, not three: the model's reply is stored (and its reported usage
+    # recorded) by the next step's before_model, or at the end of the run by after_agent,
+    # in one append with the tool results that follow it. An after_model node would cost
+    # every model call a graph step and a store round trip of its own.
 
     def before_model(self, state: ContextFoldState, runtime: Any) -> dict[str, Any] | None:
-        return self._sync(state, runtime, usage=False)
+        return self._sync(state, runtime)
 
     async def abefore_model(self, state: ContextFoldState, runtime: Any
                             ) -> dict[str, Any] | None:
-        return await self._async_sync(state, runtime, usage=False)
-
-    def after_model(self, state: ContextFoldState, runtime: Any) -> dict[str, Any] | None:
-        return self._sync(state, runtime, usage=True)
-
-    async def aafter_model(self, state: ContextFoldState, runtime: Any
-                           ) -> dict[str, Any] | None:
-        return await self._async_sync(state, runtime, usage=True)
+        return await self._async_sync(state, runtime)
 
     def after_agent(self, state: ContextFoldState, runtime: Any) -> dict[str, Any] | None:
-        return self._sync(state, runtime, usage=False)
+        return self._sync(state, runtime)
 
     async def aafter_agent(self, state: ContextFoldState, runtime: Any
                            ) -> dict[str, Any] | None:
-        return await self._async_sync(state, runtime, usage=False)
+        return await self._async_sync(state, runtime)
 
     def wrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any]:
-        context = self.bridge.context(
-            self.session(request.runtime), system=self._system(request),
-            tools=self._tools(request.tools), max_tokens=self.max_tokens)
-        return handler(self._request(request, context))
+        options, in_state = self._context_options(request)
+        context = self.bridge.context(self.session(request.runtime), **options)
+        return handler(self._request(request, context, in_state))
 
     async def awrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
-        context = await self.bridge.acontext(
-            self.session(request.runtime), system=self._system(request),
-            tools=self._tools(request.tools), max_tokens=self.max_tokens)
-        return await handler(self._request(request, context))
+        options, in_state = self._context_options(request)
+        context = await self.bridge.acontext(self.session(request.runtime), **options)
+        return await handler(self._request(request, context, in_state))

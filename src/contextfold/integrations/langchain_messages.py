@@ -57,7 +57,8 @@ def message_id(message: BaseMessage, position: int) -> str:
 
 
 def _tool_calls(message: BaseMessage) -> list[Mapping[str, Any]]:
-    return list(getattr(message, "tool_calls", None) or [])
+    # only AI messages carry tool calls (a getattr on the others is a slow pydantic miss)
+    return list(message.tool_calls) if isinstance(message, AIMessage) else []
 
 
 def _content(content: str | list[str | dict[str, Any]]) -> str | tuple[TextPart | MediaPart, ...]:
