@@ -29,6 +29,10 @@ Contract (checked by :mod:`contextfold.testing.conformance` on every store):
   kept; its ``text`` only when :func:`keeps_summary_text` says so — by default with
   ``archive`` retention and not with ``delete`` (privacy: no older summary outlives the
   next fold). ``delete`` removes the rows with the session.
+* Search (:meth:`Store.search`) uses the database's own full-text engine over what is
+  stored — redacted text where the session redacts, nothing a ``delete`` retention fold
+  or a session delete removed — and matches any of the terms; see :mod:`.search` for
+  what is indexed and how words are folded.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from ..messages import Message, StoredMessage, check_sequence
 from ..policy import SessionStats, advance
 from ..tokens import TokenCounter, count_message
+from .search import SearchHit
 
 __all__ = [
     "AppendResult",
@@ -52,6 +57,7 @@ __all__ = [
     "Outcome",
     "PreparedMessage",
     "Retention",
+    "SearchHit",
     "Snapshot",
     "Store",
     "Summary",
@@ -330,6 +336,26 @@ class Store(Protocol):
 
     async def summary(self, session_id: str) -> Summary | None:
         """The current summary, or None before the first fold."""
+        ...
+
+    async def search(
+        self,
+        session_id: str,
+        terms: Sequence[str],
+        *,
+        limit: int = 20,
+        folded: bool | None = None,
+    ) -> list[SearchHit]:
+        """The session's stored messages matching *any* of ``terms`` (plain words: the
+        store folds, splits and quotes them; none left → no hits), best first by the
+        engine's relevance, at most ``limit`` (1..1000, else ``ValidationError``).
+        ``folded``: True only folded messages, False only live ones, None both. An
+        unknown session has no hits."""
+        ...
+
+    async def fetch(self, session_id: str, seqs: Sequence[int]) -> list[StoredMessage]:
+        """The stored messages with these seqs, in seq order (folded ones flagged);
+        seqs not stored (never, or removed by ``delete`` retention) are skipped."""
         ...
 
     async def commit_fold(self, commit: FoldCommit, entry: LedgerEntry) -> Summary:

@@ -3,11 +3,16 @@
 Each method runs to completion without awaiting, so on one event loop every operation is
 atomic; a lock makes it atomic across threads too (the sync ``Memory`` runs steps in its
 callers' threads). Nothing survives the process.
+
+Search runs on a private in-memory SQLite FTS5 database (stdlib ``sqlite3``, the same
+tables and queries as :class:`~.sqlite.SQLiteStore`, see :mod:`.sqlite_search`), so both
+stores tokenize and rank alike; it is written under the same lock as the dicts.
 """
 
 from __future__ import annotations
 
 import functools
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
@@ -15,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from ..errors import ConfigError, ConflictError
+from ..errors import ConfigError, ConflictError, StorageError
 from ..messages import StoredMessage, make_stored
 from ..policy import SessionStats
 from .base import (
@@ -32,6 +37,9 @@ from .base import (
     keeps_summary_text,
     plan_append,
 )
+from .search import SearchHit, check_limit, clean_terms, make_hit
+from .sqlite_schema import statements
+from .sqlite_search import FTS_SCHEMA, folded_range, index_messages, search_ids, unindex
 
 __all__ = ["MemoryStore"]
 
@@ -66,6 +74,7 @@ class _Session:
     lease: Lease | None = None
     lease_epoch: int = 0
     versions: list[SummaryVersion] = field(default_factory=list)
+    key: int = 0  # the session's search key (its index ids are key << 32 | seq)
 
 
 class MemoryStore:
@@ -83,6 +92,8 @@ class MemoryStore:
         self._next_ledger_id = 1
         self._vault: dict[str, dict[str, str]] = {}  # session -> placeholder -> value
         self._lock = threading.RLock()
+        self._fts: sqlite3.Connection | None = None
+        self._next_key = 1
 
     def __repr__(self) -> str:
         return f"MemoryStore(retention={self.retention!r})"
@@ -105,7 +116,8 @@ class MemoryStore:
         if not plan.fresh:
             return plan.result
         if sess is None:
-            sess = self._sessions[session_id] = _Session(stats=stats)
+            sess = self._sessions[session_id] = _Session(stats=stats, key=self._next_key)
+            self._next_key += 1
         for seq, item in plan.fresh:
             stored = make_stored(seq, item.message, item.tokens, False)
             sess.messages[seq] = stored
@@ -113,7 +125,17 @@ class MemoryStore:
             if item.message.id is not None:
                 sess.ids[item.message.id] = seq
         sess.stats = plan.result.stats
+        index_messages(self._index(), sess.key, ((q, i.message) for q, i in plan.fresh))
         return plan.result
+
+    def _index(self) -> sqlite3.Connection:
+        """The search database (made on first use; used only under the store's lock)."""
+        if self._fts is None:
+            conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            for statement in statements(FTS_SCHEMA):
+                conn.execute(statement)
+            self._fts = conn
+        return self._fts
 
     @_atomic
     async def stats(self, session_id: str) -> SessionStats | None:
@@ -158,6 +180,44 @@ class MemoryStore:
         return sess.summary if sess else None
 
     @_atomic
+    async def fetch(self, session_id: str, seqs: Sequence[int]) -> list[StoredMessage]:
+        sess = self._sessions.get(session_id)
+        if sess is None:
+            return []
+        through = sess.stats.through_seq
+        out = []
+        for seq in sorted({int(q) for q in seqs}):
+            stored = sess.messages.get(seq)
+            if stored is not None:
+                out.append(replace(stored, folded=seq <= through) if seq <= through else stored)
+        return out
+
+    @_atomic
+    async def search(
+        self,
+        session_id: str,
+        terms: Sequence[str],
+        *,
+        limit: int = 20,
+        folded: bool | None = None,
+    ) -> list[SearchHit]:
+        check_limit(limit)
+        cleaned = clean_terms(terms)
+        sess = self._sessions.get(session_id)
+        if sess is None or not cleaned:
+            return []
+        through = sess.stats.through_seq
+        lo, hi = folded_range(folded, through)
+        try:
+            found = search_ids(self._index(), sess.key, cleaned, lo, hi, limit)
+        except sqlite3.Error as exc:
+            raise StorageError(f"search failed in {self!r}: {exc}") from exc
+        return [
+            make_hit(sess.messages[q], score, cleaned, q <= through, words)
+            for q, score, words in found
+        ]
+
+    @_atomic
     async def commit_fold(self, commit: FoldCommit, entry: LedgerEntry) -> Summary:
         sess = self._sessions.get(commit.session_id)
         if sess is None:
@@ -190,6 +250,7 @@ class MemoryStore:
         if self.retention == "delete":
             for s in range(commit.lo, commit.hi + 1):
                 del sess.messages[s]
+            unindex(self._index(), sess.key, commit.lo, commit.hi)
         sess.live = sess.live[len(span) :]  # a new list: windows on the old one stay valid
         sess.summary = summary
         sess.stats = replace(
@@ -278,6 +339,7 @@ class MemoryStore:
         if if_last_seq is not None and sess.stats.last_seq != if_last_seq:
             return False
         del self._sessions[session_id]
+        unindex(self._index(), sess.key)
         self._ledger = [e for e in self._ledger if e.session_id != session_id]
         self._vault.pop(session_id, None)
         return True
@@ -393,4 +455,4 @@ class MemoryStore:
         return out if limit is None else out[:limit]
 
     async def close(self) -> None:
-        return None
+        return None  # the search database goes with the store (it may still be read)

@@ -56,6 +56,7 @@ from .postgres_schema import (
     ledger_params,
     migrate,
 )
+from .postgres_search import SearchQuery, check_config, fetch_messages, search_messages
 from .rows import (
     LEDGER_COLUMNS,
     LedgerTotals,
@@ -66,6 +67,7 @@ from .rows import (
     session_stats,
     version_from_row,
 )
+from .search import SearchHit, check_limit, clean_terms, index_text
 
 try:
     import psycopg
@@ -114,6 +116,7 @@ class PostgresStore:
         lock_timeout: float = 10.0,
         idle_in_transaction_timeout: float = 60.0,
         summary_history: bool | None = None,
+        search_config: str = "simple",
     ) -> None:
         if retention not in ("archive", "delete"):
             raise ConfigError(f"retention must be 'archive' or 'delete', got {retention!r}")
@@ -125,6 +128,7 @@ class PostgresStore:
         self.retention: Retention = retention
         self.summary_history = summary_history
         self.schema = schema
+        self.search_config = check_config(search_config)
         self.pool_size = pool_size
         self.connect_timeout = connect_timeout
         self._settings = {
@@ -235,7 +239,7 @@ class PostgresStore:
     # -- schema ----------------------------------------------------------------------------
 
     async def setup(self) -> None:
-        await self._tx(lambda conn: migrate(conn, self.schema))
+        await self._tx(lambda conn: migrate(conn, self.schema, self.search_config))
 
     # -- writes ----------------------------------------------------------------------------
 
@@ -270,7 +274,8 @@ class PostgresStore:
             async with conn.cursor() as cur:
                 await cur.executemany(
                     "INSERT INTO messages (session_id, seq, client_id, role, body, tokens, "
-                    "created_at) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                    "created_at, search) VALUES (%s, %s, %s, %s, %s, %s, %s, "
+                    "to_tsvector(%s::regconfig, %s))",
                     [
                         (
                             session_id,
@@ -280,6 +285,8 @@ class PostgresStore:
                             self._decoder.encode(session_id, s, i.message, i.tokens),
                             i.tokens,
                             now,
+                            self.search_config,
+                            index_text(i.message),
                         )
                         for s, i in fresh
                     ],
@@ -502,6 +509,18 @@ class PostgresStore:
             ]
 
         return await self._tx(do, single=True)
+
+    async def fetch(self, session_id: str, seqs: Sequence[int]) -> list[StoredMessage]:
+        return await self._tx(
+            lambda conn: fetch_messages(conn, self._decoder, session_id, seqs), single=True
+        )
+
+    async def search(
+        self, session_id: str, terms: Sequence[str], *, limit: int = 20, folded: bool | None = None
+    ) -> list[SearchHit]:
+        check_limit(limit)
+        query = SearchQuery(self.search_config, session_id, clean_terms(terms), folded, limit)
+        return await self._tx(lambda conn: search_messages(conn, self._decoder, query), single=True)
 
     async def summary(self, session_id: str) -> Summary | None:
         async def do(conn: Conn) -> Summary | None:

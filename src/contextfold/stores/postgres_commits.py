@@ -82,7 +82,7 @@ WITH span AS (
     WHERE %(delete)s AND m.session_id = upd.session_id
         AND m.seq BETWEEN %(lo)s AND %(hi)s AND m.client_id IS NULL
 ), blank AS (
-    UPDATE messages m SET body = '', tokens = 0 FROM upd
+    UPDATE messages m SET body = '', tokens = 0, search = NULL FROM upd
     WHERE %(delete)s AND m.session_id = upd.session_id
         AND m.seq BETWEEN %(lo)s AND %(hi)s AND m.client_id IS NOT NULL
 ), led AS (
@@ -144,7 +144,8 @@ WITH c AS (
     WHERE %(delete)s AND m.session_id = upd.session_id
         AND m.seq BETWEEN c.lo AND c.hi AND m.client_id IS NULL
 ), blank AS (
-    UPDATE messages m SET body = '', tokens = 0 FROM upd JOIN c ON c.sid = upd.session_id
+    UPDATE messages m SET body = '', tokens = 0, search = NULL
+    FROM upd JOIN c ON c.sid = upd.session_id
     WHERE %(delete)s AND m.session_id = upd.session_id
         AND m.seq BETWEEN c.lo AND c.hi AND m.client_id IS NOT NULL
 ), led AS (

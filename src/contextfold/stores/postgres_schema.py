@@ -3,11 +3,13 @@ line, kept apart from :mod:`.postgres` (the store) so each stays readable."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from psycopg import sql
 
 from .base import LedgerEntry
+from .postgres_search import SEARCH_INDEX, index_existing
 from .rows import LEDGER_COLUMNS, ledger_values
 
 __all__ = [
@@ -122,14 +124,29 @@ _LEDGER_PREFIX = """
 CREATE INDEX ledger_session_prefix ON ledger ((session_id COLLATE "C"));
 """
 
-#: Ordered (version, name, SQL), SQLite's steps plus 5 (PostgreSQL only). Append; never
-#: edit one.
-MIGRATIONS: list[tuple[int, str, str]] = [
+
+async def _full_text_search(conn: Any, search_config: str) -> None:
+    """The search column and its GIN index, then every stored message indexed (a
+    database made before search gains it here)."""
+    for statement in SEARCH_INDEX.split(";"):
+        if statement.strip():
+            await conn.execute(statement)
+    await index_existing(conn, search_config)
+
+
+#: One migration step: SQL (statements separated by ``;``) or a coroutine function of
+#: (connection, search configuration) run in the migration's transaction.
+Step = str | Callable[[Any, str], Awaitable[None]]
+
+#: Ordered (version, name, step): SQLite's first four, then 5 (PostgreSQL only) and 6
+#: (full-text search, SQLite's 5). Append; never edit one.
+MIGRATIONS: list[tuple[int, str, Step]] = [
     (1, "initial schema", _INITIAL),
     (2, "due sessions and leases", _DUE_AND_LEASES),
     (3, "pii vault", _PII_VAULT),
     (4, "summary versions", _SUMMARY_VERSIONS),
     (5, "ledger by session prefix", _LEDGER_PREFIX),
+    (6, "full-text search", _full_text_search),
 ]
 
 VERSION_COLS = (
@@ -173,9 +190,10 @@ def ledger_params(entry: LedgerEntry) -> tuple[Any, ...]:
     return tuple(values)
 
 
-async def migrate(conn: Any, schema: str) -> None:
+async def migrate(conn: Any, schema: str, search_config: str = "simple") -> None:
     """Create the schema and apply the missing migrations, under an advisory lock so any
-    number of processes may run it at once (inside the caller's transaction)."""
+    number of processes may run it at once (inside the caller's transaction).
+    ``search_config``: the text search configuration existing messages are indexed with."""
     await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
     await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
     await conn.execute(
@@ -187,9 +205,12 @@ async def migrate(conn: Any, schema: str) -> None:
     for version, name, script in MIGRATIONS:
         if version in done:
             continue
-        for statement in script.split(";"):
-            if statement.strip():
-                await conn.execute(statement)
+        if callable(script):
+            await script(conn, search_config)
+        else:
+            for statement in script.split(";"):
+                if statement.strip():
+                    await conn.execute(statement)
         await conn.execute(
             "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (version, name)
         )

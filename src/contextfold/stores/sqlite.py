@@ -56,7 +56,9 @@ from .rows import (
     ledger_from_row,
     ledger_values,
 )
+from .search import SearchHit, check_limit, clean_terms, make_hit
 from .sqlite_schema import MIGRATIONS, SESSION_COLS, session_stats
+from .sqlite_search import folded_range, index_messages, search_ids, unindex
 
 __all__ = ["MIGRATIONS", "SQLiteStore"]
 
@@ -193,7 +195,8 @@ class SQLiteStore:
     ) -> AppendResult:
         def do(conn: sqlite3.Connection) -> AppendResult:
             row = conn.execute(
-                f"SELECT {SESSION_COLS} FROM sessions WHERE session_id = ?", (session_id,)
+                f"SELECT {SESSION_COLS}, search_key FROM sessions WHERE session_id = ?",
+                (session_id,),
             ).fetchone()
             stats = session_stats(row) if row else SessionStats(session_id=session_id)
             wanted = [i.message.id for i in items if i.message.id is not None]
@@ -230,9 +233,13 @@ class SQLiteStore:
             )
             added = new.live_tokens - stats.live_tokens
             if row is None:
+                (key,) = conn.execute(
+                    "SELECT coalesce(max(search_key), 0) + 1 FROM sessions"
+                ).fetchone()
                 conn.execute(
                     "INSERT INTO sessions (session_id, last_seq, live_count, live_tokens, "
-                    "pending_calls, last_activity, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    "pending_calls, last_activity, created_at, search_key) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         session_id,
                         new.last_seq,
@@ -241,9 +248,11 @@ class SQLiteStore:
                         json.dumps(new.pending_calls),
                         stamp,
                         stamp,
+                        key,
                     ),
                 )
             else:
+                key = row[10]
                 conn.execute(
                     "UPDATE sessions SET last_seq = ?, live_count = live_count + ?, "
                     "live_tokens = live_tokens + ?, pending_calls = ?, last_activity = ? "
@@ -257,6 +266,7 @@ class SQLiteStore:
                         session_id,
                     ),
                 )
+            index_messages(conn, key, ((s, i.message) for s, i in fresh))
             return plan.result
 
         return await self._write(do)
@@ -264,14 +274,15 @@ class SQLiteStore:
     async def commit_fold(self, commit: FoldCommit, entry: LedgerEntry) -> Summary:
         def do(conn: sqlite3.Connection) -> Summary:
             row = conn.execute(
-                "SELECT summary_version, through_seq, last_seq FROM sessions WHERE session_id = ?",
+                "SELECT summary_version, through_seq, last_seq, search_key FROM sessions "
+                "WHERE session_id = ?",
                 (commit.session_id,),
             ).fetchone()
             if row is None:
                 raise ConflictError(f"session {commit.session_id!r} no longer exists")
             if commit.lease is not None and not schema.holds_lease(conn, commit.lease):
                 raise fenced_off(commit.lease)
-            version, through, last = row
+            version, through, last, key = row
             check_fold_start(commit, version, through, last)
             count, tokens = conn.execute(
                 "SELECT count(*), coalesce(sum(tokens), 0) FROM messages "
@@ -303,6 +314,7 @@ class SQLiteStore:
                     "WHERE session_id = ? AND seq BETWEEN ? AND ?",
                     (commit.session_id, commit.lo, commit.hi),
                 )
+                unindex(conn, key, commit.lo, commit.hi)
             self._insert_ledger(conn, entry)
             text = commit.text if keeps_summary_text(self) else None
             schema.insert_version(conn, commit, version + 1, last, text, entry.started_at)
@@ -373,10 +385,11 @@ class SQLiteStore:
     async def delete(self, session_id: str, *, if_last_seq: int | None = None) -> bool:
         def do(conn: sqlite3.Connection) -> bool:
             row = conn.execute(
-                "SELECT last_seq FROM sessions WHERE session_id = ?", (session_id,)
+                "SELECT last_seq, search_key FROM sessions WHERE session_id = ?", (session_id,)
             ).fetchone()
             if row is None or (if_last_seq is not None and row[0] != if_last_seq):
                 return False
+            unindex(conn, row[1])
             for table in ("messages", "ledger", "pii_vault", "summary_versions", "sessions"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
             with self._read_lock:
@@ -494,6 +507,73 @@ class SQLiteStore:
                 (session_id, start, -1 if limit is None else limit),
             ).fetchall()
             return [self._decoder.decode(session_id, s, b, t, s <= through) for s, b, t in rows]
+
+        return await self._read(do)
+
+    async def fetch(self, session_id: str, seqs: Sequence[int]) -> list[StoredMessage]:
+        wanted = sorted({int(q) for q in seqs})
+
+        def do(conn: sqlite3.Connection) -> list[StoredMessage]:
+            row = conn.execute(
+                "SELECT through_seq FROM sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            if row is None or not wanted:
+                return []
+            out: list[StoredMessage] = []
+            for i in range(0, len(wanted), 500):
+                chunk = wanted[i : i + 500]
+                rows = conn.execute(
+                    "SELECT seq, body, tokens FROM messages WHERE session_id = ? AND body != '' "
+                    f"AND seq IN ({', '.join('?' for _ in chunk)}) ORDER BY seq",
+                    (session_id, *chunk),
+                ).fetchall()
+                out.extend(
+                    self._decoder.decode(session_id, s, b, t, s <= row[0]) for s, b, t in rows
+                )
+            return out
+
+        return await self._read(do)
+
+    async def search(
+        self,
+        session_id: str,
+        terms: Sequence[str],
+        *,
+        limit: int = 20,
+        folded: bool | None = None,
+    ) -> list[SearchHit]:
+        check_limit(limit)
+        cleaned = clean_terms(terms)
+        if not cleaned:
+            return []
+
+        def do(conn: sqlite3.Connection) -> list[SearchHit]:
+            row = conn.execute(
+                "SELECT through_seq, search_key FROM sessions WHERE session_id = ?",
+                (session_id,),
+            ).fetchone()
+            if row is None:
+                return []
+            through, key = row
+            lo, hi = folded_range(folded, through)
+            found = search_ids(conn, key, cleaned, lo, hi, limit)
+            if not found:
+                return []
+            marks = ", ".join("?" for _ in found)
+            bodies = {
+                s: (b, t)
+                for s, b, t in conn.execute(
+                    f"SELECT seq, body, tokens FROM messages WHERE session_id = ? "
+                    f"AND seq IN ({marks})",
+                    (session_id, *(s for s, _, _ in found)),
+                )
+            }
+            hits = []
+            for seq, score, words in found:
+                body, tokens = bodies[seq]
+                stored = self._decoder.decode(session_id, seq, body, tokens, seq <= through)
+                hits.append(make_hit(stored, score, cleaned, seq <= through, words))
+            return hits
 
         return await self._read(do)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 
@@ -12,17 +12,20 @@ from .base import FoldCommit, Lease, SummaryVersion
 from .rows import (
     SESSION_COLS,
     LedgerTotals,
+    decode_message,
     encode_time,
     ledger_totals_from_rows,
     ledger_totals_query,
     session_stats,
     version_from_row,
 )
+from .sqlite_search import FTS_SCHEMA, index_messages
 
 __all__ = [
     "MIGRATIONS",
     "SESSION_COLS",
     "VERSION_COLS",
+    "Step",
     "claim_due",
     "claim_session",
     "enable_wal",
@@ -39,6 +42,7 @@ __all__ = [
     "release_leases",
     "renew_lease",
     "session_stats",
+    "statements",
 ]
 
 _INITIAL = """
@@ -132,13 +136,53 @@ CREATE TABLE summary_versions (
 ) WITHOUT ROWID;
 """
 
-#: Ordered (version, name, SQL). Append new ones; never edit an applied migration.
-MIGRATIONS: list[tuple[int, str, str]] = [
+# Full-text search: each session gets a stable integer key (its messages' index ids are
+# ``key << 32 | seq``), then the FTS5 tables (see sqlite_search), then every stored message
+# is indexed — a database made before search gains it here.
+_SEARCH_KEYS = """
+ALTER TABLE sessions ADD COLUMN search_key INTEGER;
+UPDATE sessions SET search_key = rowid;
+CREATE UNIQUE INDEX sessions_search_key ON sessions (search_key);
+"""
+
+
+def _full_text_search(conn: sqlite3.Connection) -> None:
+    for statement in statements(_SEARCH_KEYS + FTS_SCHEMA):
+        conn.execute(statement)
+    sessions = conn.execute("SELECT session_id, search_key FROM sessions").fetchall()
+    for session_id, key in sessions:
+        rows = conn.execute(
+            "SELECT seq, body FROM messages WHERE session_id = ? AND body != '' ORDER BY seq",
+            (session_id,),
+        )
+        index_messages(conn, key, ((s, decode_message(s, b, 0).message) for s, b in rows))
+
+
+#: One migration step: SQL (statements separated by ``;``) or a function run in the
+#: migration's transaction.
+Step = str | Callable[[sqlite3.Connection], None]
+
+#: Ordered (version, name, step). Append new ones; never edit an applied migration.
+MIGRATIONS: list[tuple[int, str, Step]] = [
     (1, "initial schema", _INITIAL),
     (2, "due sessions and leases", _DUE_AND_LEASES),
     (3, "pii vault", _PII_VAULT),
     (4, "summary versions", _SUMMARY_VERSIONS),
+    (5, "full-text search", _full_text_search),
 ]
+
+
+def statements(script: str) -> list[str]:
+    """The statements of ``script`` (a trigger body's ``;`` does not end its statement)."""
+    out: list[str] = []
+    pending = ""
+    for part in script.split(";"):
+        pending += part + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                out.append(pending.strip())
+            pending = ""
+    return out
 
 VERSION_COLS = (
     "session_id, version, lo, through_seq, at_seq, tokens, live_tokens, text, created_at"
@@ -201,11 +245,13 @@ def migrate(conn: sqlite3.Connection) -> None:
         "name TEXT NOT NULL, applied_at TEXT NOT NULL)"
     )
     done = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
-    for version, name, sql in MIGRATIONS:
+    for version, name, step in MIGRATIONS:
         if version in done:
             continue
-        for statement in sql.split(";"):
-            if statement.strip():
+        if callable(step):
+            step(conn)
+        else:
+            for statement in statements(step):
                 conn.execute(statement)
         conn.execute(
             "INSERT INTO schema_migrations VALUES (?, ?, ?)",

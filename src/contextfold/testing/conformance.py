@@ -20,6 +20,7 @@ from ..errors import ConflictError, ValidationError
 from ..messages import MediaPart, Message, TextPart, ToolCall
 from ..stores.base import FoldCommit, LedgerEntry, PreparedMessage, Retention, Store
 from .leases import LeaseConformance
+from .search import SearchConformance
 from .summary_history import SummaryHistoryConformance
 from .vault import VaultConformance
 
@@ -56,7 +57,9 @@ async def check_invariant(store: Store, session_id: str) -> None:
         assert all(m.seq > stats.through_seq for m in everything)
 
 
-class StoreConformance(LeaseConformance, VaultConformance, SummaryHistoryConformance):
+class StoreConformance(
+    LeaseConformance, VaultConformance, SummaryHistoryConformance, SearchConformance
+):
     """The contract of :class:`~contextfold.stores.base.Store`, as tests."""
 
     def make_store(self, retention: Retention = "archive") -> Store:

@@ -1,0 +1,150 @@
+"""Full-text search in PostgreSQL: a ``tsvector`` column on ``messages`` with a GIN index.
+
+The column holds ``to_tsvector(config, words)`` of each message's folded words
+(:func:`~.search.index_text`), written by the append in the same statement as the row; a
+``delete`` retention fold blanks it with the body, a session delete removes the rows. The
+text search configuration is the store's ``search_config`` — ``simple`` (no stemming, no
+stop words: language-neutral) unless told otherwise; the index and the queries always use
+the same one. Queries are built from cleaned terms (word characters only), each quoted as
+a lexeme, so no input is read as query syntax.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigError
+from ..messages import StoredMessage
+from .rows import MessageDecoder, decode_message
+from .search import PREFIX_MIN, SearchHit, index_text, make_hit
+
+__all__ = [
+    "FETCH",
+    "SEARCH",
+    "SEARCH_INDEX",
+    "SearchQuery",
+    "check_config",
+    "fetch_messages",
+    "index_existing",
+    "search_messages",
+    "tsquery_text",
+]
+
+_CONFIG = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+#: The migration's DDL: the column and its GIN index.
+SEARCH_INDEX = """
+ALTER TABLE messages ADD COLUMN search tsvector;
+CREATE INDEX messages_search ON messages USING gin (search);
+"""
+
+#: (seq, body, tokens, score, through_seq) of the best matches among one session's
+#: messages, best first. ``%(lo)s..%(hi)s`` bound the seqs (the folded filter), with
+#: ``through_seq`` read in the same statement.
+SEARCH = """
+WITH q AS (SELECT to_tsquery(%(cfg)s::regconfig, %(q)s) AS q)
+SELECT m.seq, m.body, m.tokens, ts_rank_cd(m.search, q.q) AS score, s.through_seq
+FROM sessions s JOIN messages m ON m.session_id = s.session_id, q
+WHERE s.session_id = %(sid)s AND m.search @@ q.q
+    AND (%(folded)s::boolean IS NULL OR (m.seq <= s.through_seq) = %(folded)s::boolean)
+ORDER BY score DESC, m.seq DESC
+LIMIT %(limit)s
+"""
+
+#: (seq, body, tokens, through_seq) of the stored messages with the given seqs.
+FETCH = """
+SELECT m.seq, m.body, m.tokens, s.through_seq FROM sessions s
+JOIN messages m ON m.session_id = s.session_id
+WHERE s.session_id = %s AND m.seq = ANY(%s) AND m.body <> ''
+ORDER BY m.seq
+"""
+
+
+def check_config(config: str) -> str:
+    """A text search configuration name (``simple``, ``english``, …), checked as an
+    identifier; whether the server has it is checked by the first query that uses it."""
+    if not isinstance(config, str) or not _CONFIG.match(config):
+        raise ConfigError(
+            f"search_config must be a text search configuration name such as 'simple', "
+            f"got {config!r}"
+        )
+    return config
+
+
+def tsquery_text(terms: Sequence[str]) -> str:
+    """``to_tsquery`` input matching any of the cleaned ``terms`` (long ones as prefixes)."""
+    return " | ".join(f"'{t}'" + (":*" if len(t) >= PREFIX_MIN else "") for t in terms)
+
+
+async def index_existing(conn: Any, config: str, batch: int = 1000) -> None:
+    """Fill the search column of every stored message (the migration that adds it), in
+    batches over the primary key."""
+    after: tuple[str, int] = ("", 0)
+    while True:
+        cur = await conn.execute(
+            "SELECT session_id, seq, body FROM messages WHERE (session_id, seq) > (%s, %s) "
+            "AND body <> '' ORDER BY session_id, seq LIMIT %s",
+            (*after, batch),
+        )
+        rows = await cur.fetchall()
+        if not rows:
+            return
+        values = [
+            (config, index_text(decode_message(q, b, 0).message), sid, q) for sid, q, b in rows
+        ]
+        async with conn.cursor() as c:
+            await c.executemany(
+                "UPDATE messages SET search = to_tsvector(%s::regconfig, %s) "
+                "WHERE session_id = %s AND seq = %s",
+                values,
+            )
+        after = (rows[-1][0], rows[-1][1])
+
+
+@dataclass(frozen=True, slots=True)
+class SearchQuery:
+    """One search: configuration, session, cleaned terms, folded filter, limit."""
+
+    config: str
+    session_id: str
+    terms: list[str]
+    folded: bool | None
+    limit: int
+
+
+async def search_messages(
+    conn: Any, decoder: MessageDecoder, query: SearchQuery
+) -> list[SearchHit]:
+    """Run :data:`SEARCH` and describe its rows as hits (no terms, no hits)."""
+    sid, terms = query.session_id, query.terms
+    if not terms or "\x00" in sid:  # no session id with a NUL can be stored
+        return []
+    cur = await conn.execute(
+        SEARCH,
+        {
+            "cfg": query.config,
+            "q": tsquery_text(terms),
+            "sid": sid,
+            "folded": query.folded,
+            "limit": query.limit,
+        },
+    )
+    hits = []
+    for seq, body, tokens, score, through in await cur.fetchall():
+        stored = decoder.decode(sid, seq, body, tokens, seq <= through)
+        hits.append(make_hit(stored, score, terms, seq <= through))
+    return hits
+
+
+async def fetch_messages(
+    conn: Any, decoder: MessageDecoder, session_id: str, seqs: Sequence[int]
+) -> list[StoredMessage]:
+    """Run :data:`FETCH`: the stored messages with ``seqs``, in seq order."""
+    wanted = sorted({int(q) for q in seqs})
+    if not wanted or "\x00" in session_id:
+        return []
+    cur = await conn.execute(FETCH, (session_id, wanted))
+    return [decoder.decode(session_id, s, b, t, s <= th) for s, b, t, th in await cur.fetchall()]

@@ -1,0 +1,227 @@
+"""What every store's full-text search shares: which text of a message is indexed, how
+words are folded, how query terms are cleaned, and how a hit is described.
+
+Every store indexes the *words* of a message, folded here in Python and joined by spaces,
+rather than its raw text, so the three engines (SQLite FTS5, PostgreSQL ``tsvector``, the
+memory store's in-process FTS5) agree on what a word is:
+
+* folding: NFKD, combining accents of Latin, Greek and Cyrillic letters dropped, Unicode
+  case folding (``ß`` → ``ss``), and the Turkish dotless ``ı`` / dotted ``İ`` both folded
+  to ``i`` — so ``IŞIK``, ``ışık`` and ``isik`` are one word, as are ``café`` and ``cafe``;
+* a word is a run of letters, digits and combining marks (underscores, punctuation and
+  spaces separate words: ``ABC-123`` is ``abc`` and ``123``); words longer than
+  :data:`MAX_WORD` characters (base64 blobs, hashes) are not indexed;
+* the indexed text of a message: its speaker name, its text (media become placeholders
+  such as ``[image]``), and its tool calls' names and arguments — the first
+  :data:`MAX_INDEX_CHARS` characters of it.
+
+A query term is folded and split the same way; terms of :data:`PREFIX_MIN` or more
+characters also match words they begin (``versicherung`` finds ``versicherungen``,
+``meet`` finds ``meeting``). The stores quote what they send to their engine, so no term
+is ever read as query syntax.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+
+from ..errors import ValidationError
+from ..messages import Message, Role, StoredMessage, render_text
+
+__all__ = [
+    "MAX_INDEX_CHARS",
+    "MAX_LIMIT",
+    "MAX_TERMS",
+    "MAX_WORD",
+    "PREFIX_MIN",
+    "SearchHit",
+    "check_limit",
+    "clean_terms",
+    "fold",
+    "index_text",
+    "make_hit",
+    "matched_terms",
+    "snippet",
+    "term_matches",
+    "words",
+]
+
+#: Characters of a message's text that are indexed (the rest is stored, not searchable).
+MAX_INDEX_CHARS = 100_000
+#: Longest indexed word, in characters.
+MAX_WORD = 64
+#: Most query terms a search uses (the first ones, after cleaning).
+MAX_TERMS = 32
+#: Most hits one search returns.
+MAX_LIMIT = 1000
+#: Terms at least this long also match as word prefixes.
+PREFIX_MIN = 4
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One stored message that matched a search.
+
+    ``score``: the engine's own relevance, higher is better — SQLite and the memory store
+    give ``-bm25`` (FTS5's BM25, ≥ 0), PostgreSQL ``ts_rank_cd`` (cover density). Scores
+    rank the hits of one search; they are not comparable across stores or queries. For a
+    store-independent relevance gate use ``matched``: how many distinct (cleaned) query
+    terms the message contains. ``snippet``: a short excerpt of the message's text around
+    the first match (plain text, at most about 200 characters, ``…`` where cut)."""
+
+    seq: int
+    score: float
+    role: Role
+    timestamp: datetime | None
+    snippet: str
+    folded: bool
+    matched: int
+
+
+_DIACRITICS = re.compile("[\u0300-\u036f]")  # combining accents of Latin/Greek/Cyrillic
+_DOTLESS = str.maketrans({"ı": "i"})
+
+
+@lru_cache(maxsize=1)
+def _word_re() -> re.Pattern[str]:
+    """A word: letters and digits (``\\w`` minus ``_``) with any combining marks (Mn, Mc,
+    Me) — so Devanagari or Arabic words are not cut at their vowel signs."""
+    marks = [  # planes 0-1 (60 ms once) and the variation selectors of plane 14
+        chr(c)
+        for c in (*range(0x20000), *range(0xE0100, 0xE01F0))
+        if unicodedata.category(chr(c)) in ("Mn", "Mc", "Me")
+    ]
+    ranges: list[str] = []
+    start = prev = None
+    for ch in marks:
+        c = ord(ch)
+        if prev is not None and c == prev + 1:
+            prev = c
+            continue
+        if start is not None and prev is not None:
+            ranges.append(_range(start, prev))
+        start = prev = c
+    if start is not None and prev is not None:
+        ranges.append(_range(start, prev))
+    return re.compile(f"(?:[^\\W_]|[{''.join(ranges)}])+")
+
+
+def _range(lo: int, hi: int) -> str:
+    return re.escape(chr(lo)) if lo == hi else f"{re.escape(chr(lo))}-{re.escape(chr(hi))}"
+
+
+def fold(text: str) -> str:
+    """``text`` case- and accent-folded as the index stores it (see the module doc)."""
+    text = unicodedata.normalize("NFKD", text.translate(_DOTLESS))
+    return unicodedata.normalize("NFC", _DIACRITICS.sub("", text).casefold())
+
+
+def words(text: str) -> list[str]:
+    """The folded words of ``text`` (repeats kept, in order; over-long words dropped)."""
+    return [w for w in _word_re().findall(fold(text)) if len(w) <= MAX_WORD]
+
+
+def index_text(message: Message) -> str:
+    """What a store indexes for ``message``: its folded words joined by single spaces."""
+    parts = [message.name or "", message.text]
+    for call in message.tool_calls:
+        parts.append(call.name)
+        parts.append(call.arguments)
+    text = "\n".join(p for p in parts if p)
+    return " ".join(words(text[:MAX_INDEX_CHARS]))
+
+
+def clean_terms(terms: Iterable[str]) -> list[str]:
+    """Query terms as a store searches them: each folded and split into words, NULs and
+    punctuation gone, repeats dropped, at most :data:`MAX_TERMS`. Empty when nothing
+    searchable is left (a store then returns no hits)."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for term in terms:
+        if not isinstance(term, str):
+            continue
+        for word in words(term.replace("\x00", " ")[: MAX_WORD * MAX_TERMS]):
+            if word not in seen:
+                seen.add(word)
+                out.append(word)
+                if len(out) == MAX_TERMS:
+                    return out
+    return out
+
+
+def term_matches(term: str, word: str) -> bool:
+    """Whether a cleaned ``term`` matches an indexed ``word`` (equal, or a prefix of it
+    when the term has :data:`PREFIX_MIN` characters or more)."""
+    return word == term or (len(term) >= PREFIX_MIN and word.startswith(term))
+
+
+def matched_terms(text: str, terms: Sequence[str]) -> int:
+    """How many of the cleaned ``terms`` occur in the indexed ``text``."""
+    have = set(text.split())
+    count = 0
+    for term in terms:
+        if term in have or (len(term) >= PREFIX_MIN and any(w.startswith(term) for w in have)):
+            count += 1
+    return count
+
+
+_SNIPPET_BEFORE = 60
+_SNIPPET_AFTER = 140
+
+
+def snippet(text: str, terms: Sequence[str]) -> str:
+    """A short plain excerpt of ``text`` around the first word matching a cleaned term."""
+    text = text[:MAX_INDEX_CHARS]
+    at = None
+    for m in _word_re().finditer(text):
+        if any(term_matches(t, w) for w in words(m.group()) for t in terms):
+            at = m
+            break
+    if at is None:
+        start, end = 0, _SNIPPET_BEFORE + _SNIPPET_AFTER
+    else:
+        start, end = max(0, at.start() - _SNIPPET_BEFORE), at.end() + _SNIPPET_AFTER
+        if start > 0:  # begin on a word boundary
+            space = text.find(" ", start, at.start())
+            start = space + 1 if space != -1 else start
+    cut = text[start:end]
+    if end < len(text):
+        space = cut.rfind(" ")
+        cut = cut[:space] if space > len(cut) // 2 else cut
+    cut = " ".join(cut.split())
+    return ("…" if start > 0 else "") + cut + ("…" if end < len(text) else "")
+
+
+def check_limit(limit: int) -> int:
+    """A search's ``limit``: an int from 1 to :data:`MAX_LIMIT` (else ``ValidationError``)."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise ValidationError(f"search limit must be an int from 1 to {MAX_LIMIT}, got {limit!r}")
+    return limit
+
+
+def make_hit(
+    stored: StoredMessage,
+    score: float,
+    terms: Sequence[str],
+    folded: bool,
+    indexed: str | None = None,
+) -> SearchHit:
+    """The :class:`SearchHit` of a matched stored message; ``indexed``: its indexed words
+    if the store has them at hand (else they are computed again)."""
+    msg = stored.message
+    if indexed is None:
+        indexed = index_text(msg)
+    return SearchHit(
+        seq=stored.seq,
+        score=float(score),
+        role=msg.role,
+        timestamp=msg.timestamp,
+        snippet=snippet(render_text(msg), terms),
+        folded=folded,
+        matched=matched_terms(indexed, terms),
+    )
