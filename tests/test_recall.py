@@ -14,9 +14,9 @@ import pytest
 from contextfold import Memory, Message
 from contextfold.context import Context
 from contextfold.errors import ConfigError
+from contextfold.messages import StoredMessage, ToolCall
 from contextfold.policy import TokenBudget
 from contextfold.recall import RECALL_HEADER, Recall, asks_about_past, implicit_query
-from contextfold.messages import StoredMessage, ToolCall
 from contextfold.tokens import REPLY_PRIMING_TOKENS, count_message, get_counter
 
 START = datetime(2023, 5, 7, 13, 56, tzinfo=timezone.utc)

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from .errors import ConfigError
 from .messages import Message, StoredMessage
 from .policy import Policy, TokenBudget
+from .stores.search import clean_terms
 from .summarizers.agent_state import call_signature
 from .tokens import TokenCounter, count_message
 
@@ -59,7 +60,9 @@ __all__ = [
     "asks_about_past",
     "implicit_query",
     "plan_spans",
+    "query_months",
     "recall_into",
+    "refine_terms",
     "render_block",
     "with_block",
 ]
@@ -167,10 +170,18 @@ class Recall:
 
 # -- the query ---------------------------------------------------------------------------
 
-_PAST_WORDS = frozenset(
+
+def _words_of(text: str) -> list[str]:
+    return text.split()
+
+
+def _wordset(text: str) -> frozenset[str]:
+    return frozenset(_words_of(text))
+
+_PAST_WORDS = _wordset(
     """remember recall remind reminded earlier before ago last previous previously
     mentioned mention told tell said say again back then once already originally
-    first did was were had went got made been used""".split()
+    first did was were had went got made been used"""
 )
 _QUESTION_START = re.compile(
     r"^\s*(when|what|where|who|whom|which|why|how|did|do|does|was|were|had|have|has|is|are|"
@@ -225,6 +236,70 @@ def implicit_query(live: Sequence[StoredMessage], agent: bool = False,
     return " ".join(parts) or None
 
 
+_MONTHS = {m: i + 1 for i, m in enumerate(_words_of(
+    "january february march april may june july august september october november december"))}
+_MONTHS.update({m[:3]: i for m, i in list(_MONTHS.items())})
+_YEAR = re.compile(r"^(19|20)\d\d$")
+_QUESTION_NOISE = _wordset(
+    """a an the and or but of to in on at for with is are was were be been am i you he she
+    it we they my your his her its our their me him us them this that these those what when
+    where who whom whose which how why did do does have has had not no yes so if then than
+    as by can will shall any some all each every very too more most own same other such only
+    just don doesn didn isn wasn aren weren hasn haven hadn won wouldn couldn shouldn let
+    many much long times both while kind type sort likely would could should might ever
+    also still yet else something anything thing things one ones get got make made new
+    recently currently current latest usually often there here about into from after before
+    during since recent last first next ago again remember recall mention mentioned tell told
+    said say know think way ways well really just like"""
+)
+
+
+def refine_terms(terms: Sequence[str]) -> list[str]:
+    """Query terms for recall (``terms``: the query's cleaned words): stopwords and the
+    words a question is made of but an answer rarely repeats (``many``, ``times``,
+    ``latest``…) and month names and years (dates are matched on the messages'
+    timestamps instead, :func:`query_months`) dropped; English
+    inflections trimmed to a stem of four or more letters, which the stores match as a
+    prefix (``painted`` → ``paint``, ``watching`` → ``watch``, ``shoes`` → ``shoe``)."""
+    out: list[str] = []
+    for term in terms:
+        if term in _QUESTION_NOISE or term in _MONTHS or _YEAR.match(term):
+            continue
+        stem = term
+        for suffix in ("ing", "ies", "ed", "es", "s"):
+            if term.endswith(suffix) and len(term) - len(suffix) >= 4 and not term.endswith(
+                    "ss"):
+                stem = term[: -len(suffix)]
+                break
+        if stem not in out:
+            out.append(stem)
+    return out
+
+
+def query_months(text: str) -> set[tuple[int | None, int | None]]:
+    """The (year, month) pairs a query names (``July 2023``, ``in May``, ``2022``): a
+    hit from such a month is preferred."""
+    words = [w.lower() for w in _WORD.findall(text)]
+    out: set[tuple[int | None, int | None]] = set()
+    for i, w in enumerate(words):
+        month = _MONTHS.get(w)
+        if month is not None and (w != "may" or (i and words[i - 1] in ("in", "of", "last",
+                                                                       "early", "late"))
+                                  or (i + 1 < len(words) and words[i + 1].isdigit())):
+            year = next((int(x) for x in words[i + 1:i + 4] if _YEAR.match(x)), None)
+            out.add((year, month))
+        elif _YEAR.match(w) and not any(m is not None and y == int(w) for y, m in out):
+            out.add((int(w), None))
+    return {(y, m) for y, m in out if m is not None or not any(
+        y2 == y and m2 is not None for y2, m2 in out)}
+
+
+def _in_months(ts: datetime | None, months: set[tuple[int | None, int | None]]) -> bool:
+    if ts is None:
+        return False
+    return any((y is None or ts.year == y) and (m is None or ts.month == m) for y, m in months)
+
+
 # -- choosing turns ----------------------------------------------------------------------
 
 
@@ -238,15 +313,22 @@ class RecallBlock:
 
 
 def relevant(hits: Iterable[SearchHitLike], n_terms: int, options: Recall,
-             live_from: int | None) -> list[SearchHitLike]:
+             live_from: int | None,
+             months: set[tuple[int | None, int | None]] | None = None
+             ) -> list[SearchHitLike]:
     """The hits worth showing, best first: folded, older than the live messages, and
-    matching enough of the query's ``n_terms`` terms."""
+    matching enough of the query's ``n_terms`` terms; with ``months`` (the dates the
+    query names) the hits from those months first."""
     need = max(min(options.min_matched, n_terms), options.min_coverage * n_terms)
     out = [
         h for h in hits
         if h.folded and (live_from is None or h.seq < live_from) and h.matched >= need
     ]
-    out.sort(key=lambda h: (-h.score, h.seq))
+    if months:
+        out.sort(key=lambda h: (not _in_months(getattr(h, "timestamp", None), months),
+                                -h.score, h.seq))
+    else:
+        out.sort(key=lambda h: (-h.score, h.seq))
     return out
 
 
@@ -442,8 +524,6 @@ async def recall_into(
     """``ctx`` with the recalled block for ``query`` (None: the implicit query, behind the
     gate), or ``ctx`` itself when nothing is worth showing or there is no room. Reads the
     store twice at most: one search, one fetch of the hits and their neighbours."""
-    from .search_terms import query_terms
-
     if ctx.budget is None:
         room = options.room(ctx.tokens * 4 or 4000)
     else:
@@ -455,12 +535,14 @@ async def recall_into(
         if query is None or (options.gate == "past" and not agent
                              and not asks_about_past(query)):
             return ctx
-    terms = query_terms(query)
+    terms = refine_terms(clean_terms([query]))
     if not terms:
         return ctx
+    months = query_months(query)
     live_from = live[0].seq if live else None
-    hits = relevant(await store.search(session_id, terms, limit=options.limit, folded=True),
-                    len(terms), options, live_from)
+    found = await store.search(session_id, terms, limit=options.limit * (2 if months else 1),
+                               folded=True)
+    hits = relevant(found, len(terms), options, live_from, months)
     if not hits:
         return ctx
     fetched = await store.fetch(session_id, wanted_seqs(hits, options, live_from))
