@@ -48,8 +48,8 @@ def sid() -> str:
 def chat(n_filler: int = 60) -> list[Message]:
     """A planted fact on the first day, then ``n_filler`` turns of filler on later days."""
     out = [
-        Message(role="user", name="Caroline", content="Guess what, I adopted a greyhound "
-                "called Biscuit from the shelter in Portland!", timestamp=START),
+        Message(role="user", name="Caroline", content="Oh guess what, I adopted a greyhound "
+                "called Biscuit from the shelter in Portland lol!", timestamp=START),
         Message(role="assistant", name="Melanie", content="No way, that is wonderful news. "
                 "How old is Biscuit?", timestamp=START),
         Message(role="user", name="Caroline", content="She is four, very calm.",
@@ -121,7 +121,7 @@ def test_recalled_fact_comes_back_within_budget(store_url: str, sid: str) -> Non
         block = [m for m in ctx.messages if m.text.startswith(RECALL_HEADER)]
         assert len(block) == 1 and block[0].role == "user"
         assert "Biscuit" in block[0].text and "7 May 2023" in block[0].text
-        assert "Melanie:" in block[0].text
+        assert "Caroline: Oh guess what, I adopted a greyhound called Biscuit" in block[0].text
         # the block sits just before the newest user message; before it: the plain prefix
         at = ctx.messages.index(block[0])
         assert ctx.messages[at + 1:] == plain.messages[at:]

@@ -346,14 +346,14 @@ def wanted_seqs(hits: Sequence[SearchHitLike], options: Recall,
 
 
 def plan_spans(hits: Sequence[SearchHitLike], messages: Mapping[int, StoredMessage],
-               options: Recall) -> list[list[int]]:
+               options: Recall) -> list[tuple[int, list[int]]]:
     """Each hit as a whole turn, best hit first: the hit, the turn that answers it (the
     next message by another speaker, when the hit asks) or the question it answers (the
     previous message by another speaker, when that asks), and within ``neighbours`` the
-    turns that match the query too (hits themselves) with the turns between. Spans of
-    seqs, oldest first within a span; a span never crosses a message not fetched."""
+    turns that match the query too (hits themselves) with the turns between. (hit seq,
+    span of seqs oldest first); a span never crosses a message not fetched."""
     hit_seqs = {h.seq for h in hits}
-    spans: list[list[int]] = []
+    spans: list[tuple[int, list[int]]] = []
     for h in hits:
         if h.seq not in messages:
             continue
@@ -373,7 +373,7 @@ def plan_spans(hits: Sequence[SearchHitLike], messages: Mapping[int, StoredMessa
                 lo = h.seq - d
             if h.seq + d in hit_seqs and all(s in messages for s in range(hi + 1, h.seq + d + 1)):
                 hi = h.seq + d
-        spans.append(list(range(lo, hi + 1)))
+        spans.append((h.seq, list(range(lo, hi + 1))))
     return spans
 
 
@@ -433,20 +433,27 @@ def render_block(spans: Sequence[Sequence[StoredMessage]], lines: Mapping[int, s
     return "\n".join(out)
 
 
-def build_block(spans: Sequence[Sequence[int]], messages: Mapping[int, StoredMessage],
+def build_block(spans: Sequence[tuple[int, Sequence[int]]],
+                messages: Mapping[int, StoredMessage],
                 counter: TokenCounter, room: int, options: Recall,
                 summary_text: str | None = None) -> RecallBlock | None:
     """The best spans that fit ``room`` tokens (greedy, best first; a span that does not
     fit is skipped for a smaller one), merged where they overlap; None when none fits.
-    A message the summary already quotes whole is left out (it adds nothing)."""
+    A message the summary already quotes whole is left out (it adds nothing), and with a
+    hit so quoted its whole span (the turns around it were there for it)."""
     quoted = _one_line(summary_text) if summary_text else ""
     chosen: dict[int, StoredMessage] = {}
     lines: dict[int, str] = {}
     frame = count_message(counter, _block_message(render_block([], {})))
     used = frame
-    for span in spans:
+    def known(item: StoredMessage) -> bool:
+        return bool(quoted) and len(item.text) > 24 and _one_line(item.text) in quoted
+
+    for hit, span in spans:
+        if hit in messages and known(messages[hit]):
+            continue
         new = [messages[s] for s in span if s not in chosen and s in messages]
-        new = [m for m in new if not (quoted and len(m.text) > 24 and _one_line(m.text) in quoted)]
+        new = [m for m in new if not known(m)]
         if not new:
             continue
         cost = 0
