@@ -113,7 +113,7 @@ class Recall:
     share: float = 0.35
     min_coverage: float = 0.34
     min_matched: int = 2
-    limit: int = 24
+    limit: int = 40
     neighbours: int = 2
     gate: Gate = "past"
     max_message_tokens: int = 400
@@ -263,7 +263,7 @@ def refine_terms(terms: Sequence[str]) -> list[str]:
     prefix (``painted`` → ``paint``, ``watching`` → ``watch``, ``shoes`` → ``shoe``)."""
     out: list[str] = []
     for term in terms:
-        if term in _QUESTION_NOISE or term in _MONTHS or _YEAR.match(term):
+        if len(term) < 2 or term in _QUESTION_NOISE or term in _MONTHS or _YEAR.match(term):
             continue
         stem = term
         for suffix in ("ing", "ies", "ed", "es", "s"):
@@ -276,28 +276,52 @@ def refine_terms(terms: Sequence[str]) -> list[str]:
     return out
 
 
-def query_months(text: str) -> set[tuple[int | None, int | None]]:
-    """The (year, month) pairs a query names (``July 2023``, ``in May``, ``2022``): a
-    hit from such a month is preferred."""
+Months = set[tuple[int | None, int | None, int | None]]
+
+
+def query_months(text: str) -> Months:
+    """The dates a query names, as (year, month, day) with None for a part not named
+    (``July 2023``, ``in May``, ``9 November, 2022``, ``2022``): hits from those dates
+    are preferred, and count as matching one more term."""
     words = [w.lower() for w in _WORD.findall(text)]
-    out: set[tuple[int | None, int | None]] = set()
+    out: Months = set()
     for i, w in enumerate(words):
         month = _MONTHS.get(w)
         if month is not None and (w != "may" or (i and words[i - 1] in ("in", "of", "last",
                                                                        "early", "late"))
-                                  or (i + 1 < len(words) and words[i + 1].isdigit())):
+                                  or (i + 1 < len(words) and words[i + 1].isdigit())
+                                  or (i and words[i - 1].isdigit())):
             year = next((int(x) for x in words[i + 1:i + 4] if _YEAR.match(x)), None)
-            out.add((year, month))
-        elif _YEAR.match(w) and not any(m is not None and y == int(w) for y, m in out):
-            out.add((int(w), None))
-    return {(y, m) for y, m in out if m is not None or not any(
-        y2 == y and m2 is not None for y2, m2 in out)}
+            day = next((int(x) for x in (words[i - 1] if i else "", *words[i + 1:i + 2])
+                        if x.isdigit() and 1 <= int(x) <= 31), None)
+            out.add((year, month, day))
+        elif _YEAR.match(w):
+            out.add((int(w), None, None))
+    months = {(y, m) for y, m, _ in out if m is not None}
+    return {(y, m, d) for y, m, d in out if m is not None or not any(
+        y2 == y for y2, _ in months)}
 
 
-def _in_months(ts: datetime | None, months: set[tuple[int | None, int | None]]) -> bool:
+def date_words(text: str) -> set[str]:
+    """The day numbers of the dates in ``text`` (dropped from the terms with the month)."""
+    words = [w.lower() for w in _WORD.findall(text)]
+    out: set[str] = set()
+    for i, w in enumerate(words):
+        if w in _MONTHS:
+            out.update(x for x in (words[i - 1] if i else "", *words[i + 1:i + 2])
+                       if x.isdigit() and len(x) <= 2)
+    return out
+
+
+def _in_months(ts: datetime | None, months: Months) -> int:
+    """2 when ``ts`` is on a day the query names, 1 in a month or year it names, else 0."""
     if ts is None:
-        return False
-    return any((y is None or ts.year == y) and (m is None or ts.month == m) for y, m in months)
+        return 0
+    best = 0
+    for y, m, d in months:
+        if (y is None or ts.year == y) and (m is None or ts.month == m):
+            best = max(best, 2 if d is not None and ts.day == d else 1)
+    return best
 
 
 # -- choosing turns ----------------------------------------------------------------------
@@ -313,20 +337,23 @@ class RecallBlock:
 
 
 def relevant(hits: Iterable[SearchHitLike], n_terms: int, options: Recall,
-             live_from: int | None,
-             months: set[tuple[int | None, int | None]] | None = None
+             live_from: int | None, months: Months | None = None
              ) -> list[SearchHitLike]:
     """The hits worth showing, best first: folded, older than the live messages, and
     matching enough of the query's ``n_terms`` terms; with ``months`` (the dates the
-    query names) the hits from those months first."""
+    query names) a hit from such a date counts one term more and comes first."""
     need = max(min(options.min_matched, n_terms), options.min_coverage * n_terms)
+
+    def on(h: SearchHitLike) -> int:
+        return _in_months(getattr(h, "timestamp", None), months) if months else 0
+
     out = [
         h for h in hits
-        if h.folded and (live_from is None or h.seq < live_from) and h.matched >= need
+        if h.folded and (live_from is None or h.seq < live_from)
+        and h.matched + (on(h) > 0) >= need
     ]
     if months:
-        out.sort(key=lambda h: (not _in_months(getattr(h, "timestamp", None), months),
-                                -h.score, h.seq))
+        out.sort(key=lambda h: (-on(h), -h.score, h.seq))
     else:
         out.sort(key=lambda h: (-h.score, h.seq))
     return out
@@ -542,10 +569,11 @@ async def recall_into(
         if query is None or (options.gate == "past" and not agent
                              and not asks_about_past(query)):
             return ctx
-    terms = refine_terms(clean_terms([query]))
+    months = query_months(query)
+    days = date_words(query) if months else set()
+    terms = [t for t in refine_terms(clean_terms([query])) if t not in days]
     if not terms:
         return ctx
-    months = query_months(query)
     live_from = live[0].seq if live else None
     found = await store.search(session_id, terms, limit=options.limit * (2 if months else 1),
                                folded=True)
