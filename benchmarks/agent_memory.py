@@ -11,7 +11,9 @@ held-out synthetic traces of other shapes never tuned on (on-call agent, data ag
 second held-out set in other domains (``agent_traces_heldout2.py``: retail order support,
 calendar/email assistant, devops agent with plain-text CLI output), committed before it
 was first measured and never tuned on; and a third (``agent_traces_heldout3.py``: travel
-booking, bank support, code review, HR/IT ticketing, logistics), likewise.
+booking, bank support, code review, HR/IT ticketing, logistics), likewise; and a fourth
+(``agent_traces_heldout4.py``: clinic scheduling, insurance claims, property management,
+school administration), likewise.
 Systems, side by side:
 
 - ``contextfold agent``: ``Memory(policy=TokenBudget(B), masking=Masking())`` (the agent
@@ -60,6 +62,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from agent_traces import heldout_traces, synthetic_traces  # noqa: E402
 from agent_traces_heldout2 import heldout2_traces  # noqa: E402
 from agent_traces_heldout3 import heldout3_traces  # noqa: E402
+from agent_traces_heldout4 import heldout4_traces  # noqa: E402
 
 from contextfold import Masking, Memory, Message, TokenBudget, ToolCall  # noqa: E402
 from contextfold.policy import safe_cuts  # noqa: E402
@@ -410,6 +413,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="second held-out set: retail, calendar/email, devops traces (18)")
     parser.add_argument("--heldout3", type=int, default=15,
                         help="third held-out set: travel, bank, code review, HR, logistics (15)")
+    parser.add_argument("--heldout4", type=int, default=16,
+                        help="fourth held-out set: clinic, claims, property, school (16)")
     parser.add_argument("--tau-limit", type=int, default=None, help="first N tau conversations")
     parser.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
     parser.add_argument("--cost-messages", type=int, default=1500)
@@ -457,6 +462,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.heldout3:
         datasets.append((f"held-out set 3 ({args.heldout3}, travel, bank, code review, HR and "
                          "logistics agents, never tuned on)", heldout3_traces(args.heldout3), {}))
+    if args.heldout4:
+        datasets.append((f"held-out set 4 ({args.heldout4}, clinic scheduling, insurance claims, "
+                         "property management and school administration agents, never tuned "
+                         "on)", heldout4_traces(args.heldout4), {}))
 
     head = ["budget", "system", "contexts", "exceptions", "over budget", "rule violations",
             "newest result not visible", "folds", "call-arg recall", "ids in final context"]

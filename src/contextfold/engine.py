@@ -126,6 +126,10 @@ class AsyncMemory:
     (``redact_summary``, default on), in messages before they are stored
     (``redact_messages``, default off); ledger error text always. ``reversible=True`` keeps
     placeholder → value in the store (deleted with the session) for :meth:`restore`.
+    ``restore_context`` (default: on when messages are stored unredacted and kept; refused
+    with ``redact_messages``) shows the summary in :meth:`context` with its placeholders'
+    values, counted at that size (:mod:`contextfold.privacy.restore_view`); the stored
+    summary and the summarizer's input stay redacted.
     ``fold_lease_seconds``: a fold (inline, ``fold``, ``fold_many``) first takes this
     session's short lease, the one workers use, so processes sharing a store never fold
     one session at once: the second gets a ``skipped`` outcome. A process killed mid-fold
@@ -171,6 +175,7 @@ class AsyncMemory:
         locales: Sequence[str] | None = None,
         max_tokens: int | None = None,
         recall: Recall | bool | None = None,
+        restore_context: bool | None = None,
     ) -> None:
         if fold not in ("inline", "manual", "deferred"):
             raise ConfigError(f"fold must be 'inline', 'manual' or 'deferred', got {fold!r}")
@@ -207,6 +212,7 @@ class AsyncMemory:
             redact_messages=redact_messages,
             reversible=reversible,
             locales=locales,
+            restore_context=restore_context,
         )
         self.system = system
         self.tools = list(tools) if tools else None
@@ -223,6 +229,7 @@ class AsyncMemory:
         self._summary_overhead = summary_overhead(self.counter)
         if self.summary_max_tokens <= self._summary_overhead + 8:
             raise ConfigError(f"summary_max_tokens {self.summary_max_tokens} is too small")
+        self._restorer = self.privacy.summary_restorer(self.counter, self.summary_max_tokens)
         self.max_message_chars = max_message_chars
         self.raise_errors = raise_errors
         self.clock = clock
@@ -345,6 +352,8 @@ class AsyncMemory:
         return None
 
     def _with_reserved(self, stats: SessionStats) -> SessionStats:
+        if self._restorer is not None:  # the summary at the size the context shows it
+            stats = self._restorer.adjust(stats)
         if stats.reserved_tokens == self._reserved:
             return stats
         return evolve(stats, reserved_tokens=self._reserved)
@@ -468,6 +477,8 @@ class AsyncMemory:
             if snap.stats.summary_version
             else 0,
         )
+        if self._restorer is not None:  # the summary at the size the context shows it
+            stats = self._restorer.adjust(stats)
         live: Sequence[StoredMessage] = snap.live
         limit = self._live_limit(stats)  # independent of live_tokens: masking leaves it as is
         if not force:  # with masking: fold only when masking is not enough
@@ -546,11 +557,14 @@ class AsyncMemory:
         store = self.store if self._setup_done else await self._ready()
         snap = await store.snapshot(sid)
         summary = snap.summary if snap else None
+        text, tokens = (summary.text, summary.tokens) if summary else (None, 0)
+        if summary is not None and self._restorer is not None:
+            text, tokens = await self._restorer.shown(sid, summary)
         ctx = self._views.build(
             sid,
             snap.live if snap else [],
-            summary_text=summary.text if summary else None,
-            summary_tokens=summary.tokens if summary else 0,
+            summary_text=text,
+            summary_tokens=tokens,
             system=system if system is not None else self.system,
             budget=budget,
             reserved_tokens=self._tool_tokens(self.tools if tools is None else tools),

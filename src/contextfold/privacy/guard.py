@@ -12,6 +12,13 @@ messages before storing    ``redact_messages``                     off (on for p
 ledger error / log text    always, via :func:`redact_log_text`     always
 =========================  ======================================  ==========================
 
+And one point where values come back: ``restore_context`` shows the stored summary with
+its placeholders' values in the context the chat model gets (never in what is stored or
+summarized; :mod:`contextfold.privacy.restore_view`). On by default when the messages are
+stored unredacted and kept (the chat model reads them anyway): the values are then kept in
+the store's vault table next to them, deleted with the session. Off, and refused, with
+``redact_messages``; off by default with a store of ``retention="delete"``.
+
 A summarizer says whether it needs redacted input with a ``needs_redaction`` attribute.
 Without one, the offline ``ExtractiveSummarizer`` is taken as local and anything else as a
 model that may send its input to a provider, so unknown summarizers get redacted input.
@@ -30,6 +37,7 @@ from ..errors import ConfigError
 from ..messages import Message, StoredMessage, TextPart, ToolCall
 from ..tokens import TokenCounter, count_message
 from .redactor import Redactor
+from .restore_view import SummaryRestorer
 from .vault import StoreVault, VaultStore
 
 __all__ = ["PrivacyGuard", "needs_redaction", "redact_log_text"]
@@ -64,7 +72,9 @@ class PrivacyGuard:
     """Applies a :class:`Redactor` at the points a ``Memory`` was configured for.
 
     Build with :meth:`configure`. With ``reversible=True`` the mapping is kept in the
-    store's vault table (deleted with the session) and :meth:`restore` brings values back.
+    store's vault table (deleted with the session) and :meth:`restore` brings values back;
+    with ``restore_context`` it is kept there too, for the context's summary only
+    (:meth:`summary_restorer`).
     """
 
     def __init__(
@@ -75,12 +85,17 @@ class PrivacyGuard:
         summary: bool,
         messages: bool,
         vault: StoreVault | None = None,
+        reversible: bool = False,
+        restore_context: bool = False,
     ) -> None:
         self.redactor = redactor
         self.summarizer_input = summarizer_input
         self.summary = summary
         self.messages = messages
         self.vault = vault
+        self.reversible = reversible
+        self.restore_context = restore_context
+        self.restorer: SummaryRestorer | None = None
         self._clean_lines: dict[str, set[str]] = {}
         self._clean_count = 0
 
@@ -96,16 +111,19 @@ class PrivacyGuard:
         redact_messages: bool,
         reversible: bool,
         locales: Iterable[str] | None = None,
+        restore_context: bool | None = None,
     ) -> PrivacyGuard:
         """``redactor``: a :class:`Redactor`, ``None``/``True`` for the default one, or
         ``False`` to switch every optional point off (ledger and log text stay redacted).
         ``locales`` builds the default one for those locales (``["tr"]``); ``None`` means
-        :data:`~contextfold.privacy.locales.DEFAULT_LOCALES`."""
+        :data:`~contextfold.privacy.locales.DEFAULT_LOCALES`. ``restore_context``: see
+        :func:`wants_restore` (None: its default)."""
         if redactor is False:
-            if reversible or redact_messages or redact_summarizer_input or locales is not None:
+            if (reversible or redact_messages or redact_summarizer_input or locales is not None
+                    or restore_context):
                 raise ConfigError(
                     "redactor=False switches redaction off; "
-                    "drop the redact_*/reversible/locales options"
+                    "drop the redact_*/reversible/restore_context/locales options"
                 )
             return cls(_log_redactor(), summarizer_input=False, summary=False, messages=False)
         if isinstance(redactor, Redactor) and locales is not None:
@@ -119,23 +137,31 @@ class PrivacyGuard:
             raise ConfigError(
                 f"redactor must be a Redactor, True/False or None, got {redactor!r:.80}"
             )
-        vault: StoreVault | None = None
-        if reversible:
-            if redactor.reversible:
-                raise ConfigError(
-                    "reversible=True keeps the mapping in the store; "
-                    "pass a Redactor without a vault"
-                )
-            vault = StoreVault(_vault_store(store))
-            redactor = redactor.with_vault(vault)
         if redact_summarizer_input is None:
             redact_summarizer_input = needs_redaction(summarizer)
+        restore = wants_restore(
+            restore_context,
+            store=store,
+            redacts_summary=redact_summary or redact_summarizer_input,
+            redact_messages=redact_messages,
+            own_vault=redactor.reversible,
+        )
+        vault: StoreVault | None = None
+        if reversible and redactor.reversible:
+            raise ConfigError(
+                "reversible=True keeps the mapping in the store; pass a Redactor without a vault"
+            )
+        if reversible or (restore and not redactor.reversible):
+            vault = StoreVault(_vault_store(store))
+            redactor = redactor.with_vault(vault)
         return cls(
             redactor,
             summarizer_input=redact_summarizer_input,
             summary=redact_summary,
             messages=redact_messages,
             vault=vault,
+            reversible=reversible,
+            restore_context=restore,
         )
 
     @property
@@ -156,7 +182,7 @@ class PrivacyGuard:
             await self.vault.flush(session_id)
 
     async def restore(self, session_id: str, text: str) -> str:
-        if self.vault is None:
+        if self.vault is None or not self.reversible:
             raise ConfigError("restore needs Memory(..., reversible=True)")
         await self.vault.load(session_id)
         self.redactor.reload(session_id)
@@ -165,8 +191,25 @@ class PrivacyGuard:
         finally:
             await self.vault.flush(session_id)
 
+    def summary_restorer(self, counter: TokenCounter, summary_cap: int) -> SummaryRestorer | None:
+        """The restorer of the context's summary (None when ``restore_context`` is off);
+        made once per guard, dropped per session by :meth:`forget`."""
+        if self.restore_context and self.restorer is None:
+            self.restorer = SummaryRestorer(self.values, counter, summary_cap)
+        return self.restorer
+
+    async def values(self, session_id: str) -> dict[str, str]:
+        """``{placeholder: value}`` of ``session_id`` as the vault has it now."""
+        if self.vault is not None:
+            return await self.vault.read(session_id)
+        if self.redactor.reversible:  # the caller's own Redactor(vault=...)
+            return self.redactor.mapping(session_id)
+        return {}
+
     def forget(self, session_id: str) -> None:
         self.redactor.forget(session_id)
+        if self.restorer is not None:
+            self.restorer.forget(session_id)
         self._clean_count -= len(self._clean_lines.pop(session_id, ()))
 
     # -- what gets redacted ---------------------------------------------------------------
@@ -244,6 +287,42 @@ class PrivacyGuard:
         if isinstance(value, Mapping):
             return {k: self._json(v, session_id) for k, v in value.items()}
         return value
+
+
+def wants_restore(
+    restore_context: bool | None,
+    *,
+    store: object,
+    redacts_summary: bool,
+    redact_messages: bool,
+    own_vault: bool,
+) -> bool:
+    """Whether the context shows the summary with its placeholders restored.
+
+    ``None`` (the default): yes when the summary is redacted, the messages are stored
+    unredacted (the chat model reads them anyway) and kept (not ``retention="delete"``),
+    and the values can be kept (the store has a vault, or the Redactor its own). ``True``
+    insists (a ``ConfigError`` where it cannot be, and always with ``redact_messages``:
+    those sessions stay redacted everywhere); ``False`` never restores."""
+    if restore_context is not None and not isinstance(restore_context, bool):
+        raise ConfigError(f"restore_context must be True, False or None, got {restore_context!r}")
+    can_keep = own_vault or all(
+        callable(getattr(store, m, None)) for m in ("vault_get", "vault_put"))
+    if restore_context:
+        if redact_messages:
+            raise ConfigError(
+                "redact_messages=True keeps personal data redacted everywhere, the context "
+                "too; drop restore_context=True"
+            )
+        if not can_keep:
+            raise ConfigError(
+                f"restore_context=True needs a store that keeps a PII vault; "
+                f"{type(store).__name__} does not"
+            )
+        return redacts_summary
+    if restore_context is False or redact_messages or not redacts_summary or not can_keep:
+        return False
+    return getattr(store, "retention", "archive") != "delete"
 
 
 def _vault_store(store: object) -> VaultStore:

@@ -5,7 +5,8 @@ in the ways people write the number (bare, grouped with spaces, dots or dashes),
 validator — python-stdnum's where it has one, a few lines here where it does not — checks
 the check digits on the compacted value. A number of the right shape with a failing check
 (an order or invoice number) is left alone. An optional ``cue`` makes a weak shape count
-only after a word that announces it ("SSN", "Ausweisnummer").
+only after a word that announces it ("SSN", "Ausweisnummer"); a number its own words
+name an order, invoice or reference number (:mod:`.labels`) is never taken.
 
 The locale modules (:mod:`contextfold.privacy.locales`) declare which numbers exist where.
 """
@@ -17,6 +18,7 @@ import re
 from collections.abc import Callable, Iterator
 
 from .detectors import MIN_CLUSTER, Finding, check_kind, digit_windows
+from .labels import labelled_as_document
 
 __all__ = ["NationalIdDetector", "SSNDetector", "ssn_valid", "stdnum_check"]
 
@@ -94,7 +96,7 @@ class NationalIdDetector:
                 ok = self.validate(_compact(m.group()))
             except Exception:  # a validator must not break redaction
                 ok = False
-            if ok:
+            if ok and not labelled_as_document(text, m.start(), m.end()):
                 yield Finding(m.start(), m.end(), self.kind)
 
     def __repr__(self) -> str:
@@ -131,5 +133,7 @@ class SSNDetector:
             if not ssn_valid(area, group, serial):
                 continue
             if not sep and _SSN_CONTEXT.search(text, max(0, m.start() - 40), m.start()) is None:
+                continue
+            if labelled_as_document(text, m.start(), m.end()):
                 continue
             yield Finding(m.start(), m.end(), "SSN")

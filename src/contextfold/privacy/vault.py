@@ -111,6 +111,12 @@ class StoreVault:
         rows.update(self._pending.get(scope, {}))
         self._loaded[scope] = rows
 
+    async def read(self, scope: str) -> dict[str, str]:
+        """``scope``'s mapping as stored, with unflushed entries (no snapshot is kept)."""
+        rows = await self._store.vault_get(scope)
+        rows.update(self._pending.get(scope, {}))
+        return rows
+
     async def flush(self, scope: str) -> None:
         """Write the entries added since the last flush; then drop the snapshot."""
         pending = self._pending.pop(scope, None)
