@@ -5,7 +5,15 @@
     # server.yaml — every key is optional
     store: postgresql://localhost/contextfold   # default: the CLI's SQLite file
     model: null                 # summarizer model ("openai:gpt-4o-mini"); null: offline
-    fold: inline                # inline: fold during the append; deferred: workers fold
+    fold: background            # background: appends answer at once, fold worker processes
+                                # of `serve` fold (see fold_workers); inline: fold during
+                                # the append (single-user setups); deferred: only external
+                                # `contextfold worker --config` processes fold
+    fold_workers:               # with fold: background
+      processes: 1              # fold worker processes `serve` starts and supervises
+      concurrency: 8            # folds in flight per worker process
+      lease_seconds: 30         # how long a killed worker's sessions wait for another
+      poll_interval: 0.5        # seconds between looks for due sessions when idle
     retention: archive          # archive: keep folded messages (marked folded); delete:
                                 # remove them in the fold's commit (privacy)
     key_cache_seconds: 2        # a revoked key stops working within this many seconds
@@ -37,7 +45,7 @@ from pydantic import ValidationError as PydanticValidationError
 from ..errors import ConfigError
 from .session_settings import SessionSettings
 
-__all__ = ["Limits", "ServerConfig", "load_config"]
+__all__ = ["FoldWorkers", "Limits", "ServerConfig", "load_config"]
 
 
 class Limits(BaseModel):
@@ -49,12 +57,24 @@ class Limits(BaseModel):
     burst: int = Field(default=100, ge=1)
 
 
+class FoldWorkers(BaseModel):
+    """The fold worker processes ``contextfold serve`` runs with ``fold: background``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    processes: int = Field(default=1, ge=0, le=64)
+    concurrency: int = Field(default=8, ge=1, le=1024)
+    lease_seconds: float = Field(default=30.0, ge=1, le=3600)
+    poll_interval: float = Field(default=0.5, ge=0.05, le=60)
+
+
 class ServerConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     store: str | None = Field(default=None, description="Store URL or SQLite path")
     model: str | None = None
-    fold: Literal["inline", "deferred"] = "inline"
+    fold: Literal["background", "inline", "deferred"] = "background"
+    fold_workers: FoldWorkers = Field(default_factory=FoldWorkers)
     retention: Literal["archive", "delete"] = "archive"
     key_cache_seconds: float = Field(default=2.0, ge=0, le=300)
     limits: Limits = Field(default_factory=Limits)

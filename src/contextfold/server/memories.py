@@ -67,9 +67,8 @@ class SessionMemories:
         if memory is not None:
             self._memories.move_to_end(settings)
             return memory
-        memory = AsyncMemory(
-            self.store, fold=self.config.fold, **settings.memory_options(self.config.model)
-        )
+        fold = "inline" if self.config.fold == "inline" else "deferred"  # else: workers fold
+        memory = AsyncMemory(self.store, fold=fold, **settings.memory_options(self.config.model))
         self._memories[settings] = memory
         if len(self._memories) > _MEMORY_CACHE:
             self._memories.popitem(last=False)
