@@ -35,8 +35,8 @@ CREATE TABLE IF NOT EXISTS bare_messages (
     UNIQUE (session_id, msg_id));
 CREATE INDEX IF NOT EXISTS bare_messages_session ON bare_messages (session_id, seq);
 """
-INSERT = ("INSERT INTO bare_messages (session_id, msg_id, role, content) VALUES ({p}, {p}, {p}, {p})"
-          " ON CONFLICT (session_id, msg_id) DO NOTHING")
+INSERT = ("INSERT INTO bare_messages (session_id, msg_id, role, content)"
+          " VALUES ({p}, {p}, {p}, {p}) ON CONFLICT (session_id, msg_id) DO NOTHING")
 NEWEST = ("SELECT seq, msg_id, role, content FROM bare_messages WHERE session_id = {p} "
           "ORDER BY seq DESC LIMIT 40")
 ALL_IDS = "SELECT msg_id FROM bare_messages WHERE session_id = {p}"

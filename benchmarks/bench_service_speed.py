@@ -303,8 +303,9 @@ def warm_then_drive(target: Target, run: Run, args: argparse.Namespace) -> None:
 def row(r: Run, bare: Run | None) -> str:
     ratio = ""
     if bare is not None:
-        ratio = (f" ({r.ops / bare.ops:.2f}×; p99 {pct(r.append_ms, .99) / pct(bare.append_ms, .99):.2f}×"
-                 f" / {pct(r.context_ms, .99) / pct(bare.context_ms, .99):.2f}×)")
+        append = pct(r.append_ms, .99) / pct(bare.append_ms, .99)
+        context = pct(r.context_ms, .99) / pct(bare.context_ms, .99)
+        ratio = f" ({r.ops / bare.ops:.2f}×; p99 {append:.2f}× / {context:.2f}×)"
     folds = "–" if r.folds is None else str(r.folds)
     live = "–" if r.max_live is None else str(r.max_live)
     return (f"| {r.label} | {r.requests} | {r.ops:.0f}{ratio} "
