@@ -62,7 +62,7 @@ def setup(url: str) -> None:
         import psycopg
 
         with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(PG_SCHEMA)  # type: ignore[arg-type]
+            conn.execute(PG_SCHEMA)
 
 
 class SQLiteBackend:
@@ -117,12 +117,12 @@ class PostgresBackend:
 
     async def append(self, sid: str, rows: list[Message]) -> None:
         async with self.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-            await cur.executemany(INSERT.format(p="%s"),  # type: ignore[arg-type]
+            await cur.executemany(INSERT.format(p="%s"),
                                   [(sid, m.id, m.role, m.content) for m in rows])
 
     async def query(self, query: str, sid: str) -> list[tuple[Any, ...]]:
         async with self.pool.connection() as conn:
-            cur = await conn.execute(query.format(p="%s"), (sid,))  # type: ignore[arg-type]
+            cur = await conn.execute(query.format(p="%s"), (sid,))
             return await cur.fetchall()
 
     async def close(self) -> None:

@@ -269,7 +269,7 @@ def pg_database() -> tuple[str, str]:
 
     name = f"contextfold_speed_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
+        admin.execute(f'CREATE DATABASE "{name}"')
     return PG_ADMIN.rsplit("/", 1)[0] + "/" + name, name
 
 
@@ -277,7 +277,7 @@ def drop_pg(name: str) -> None:
     import psycopg
 
     with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def pair(store: str, label: str, processes: int, home: Path,
