@@ -30,6 +30,7 @@ import threading
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any, Literal, TypeVar
 
@@ -293,7 +294,7 @@ class AsyncMemory:
             due = self.due_at(result.stats)
             if due is not None:
                 await store.mark_due(sid, due, as_of_seq=result.stats.last_seq)
-        return AddResult(result.seqs, outcome, result.duplicates)
+        return AddResult(result.seqs, outcome, result.duplicates, result.stats)
 
     async def record_usage(self, session_id: str, input_tokens: int) -> FoldOutcome | None:
         """Record the provider-reported input tokens of the last model call (for
@@ -488,7 +489,7 @@ class AsyncMemory:
         store = self.store if self._setup_done else await self._ready()
         snap = await store.snapshot(sid)
         summary = snap.summary if snap else None
-        return self._views.build(
+        ctx = self._views.build(
             sid,
             snap.live if snap else [],
             summary_text=summary.text if summary else None,
@@ -497,6 +498,7 @@ class AsyncMemory:
             budget=budget,
             reserved_tokens=self._tool_tokens(self.tools if tools is None else tools),
         )
+        return replace(ctx, summary=summary) if summary is not None else ctx
 
     def _tool_tokens(self, tools: Sequence[Mapping[str, Any]] | None) -> int:
         """What ``tools`` cost, counted once per tools object (not on every turn)."""

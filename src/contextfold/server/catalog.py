@@ -228,6 +228,15 @@ class Catalog:
         )
         await self._arun(lambda c: c.execute(sql, (tenant, session_id, when, when)))
 
+    async def activity(self, tenant: str, session_id: str, when: float) -> None:
+        """Move an existing row's ``last_activity`` to ``when`` (never creates one, so a
+        late write cannot bring back the row of a session deleted meanwhile)."""
+        sql = self._sql(
+            "UPDATE cf_server_sessions SET last_activity = ? WHERE tenant = ? AND session_id = ?"
+            " AND last_activity < ?"
+        )
+        await self._arun(lambda c: c.execute(sql, (when, tenant, session_id, when)))
+
     async def put_settings(self, tenant: str, session_id: str, settings: str | None) -> None:
         now = time.time()
         sql = self._sql(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 
-from ..engine import AsyncMemory
+from ..engine import AsyncMemory, FoldMode
 from ..stores import open_store
 from ..stores.base import Store
 from ..stores.rows import LedgerTotals
@@ -67,7 +67,7 @@ class SessionMemories:
         if memory is not None:
             self._memories.move_to_end(settings)
             return memory
-        fold = "inline" if self.config.fold == "inline" else "deferred"  # else: workers fold
+        fold: FoldMode = "inline" if self.config.fold == "inline" else "deferred"  # else: workers fold
         memory = AsyncMemory(self.store, fold=fold, **settings.memory_options(self.config.model))
         self._memories[settings] = memory
         if len(self._memories) > _MEMORY_CACHE:
