@@ -20,8 +20,10 @@
     limits:
       max_body_bytes: 1048576   # 413 payload_too_large above this
       max_messages_per_request: 1000   # 413 too_many_messages above this
-      requests_per_second: 50   # per key and server process; 0: no limit (429 above it)
+      requests_per_second: 50   # per key; 0: no limit (429 above it)
       burst: 100                # requests a key may make at once before the rate applies
+      rate_limit_scope: store   # store: one limit per key across every server process on
+                                # the database; process: per key and server process
     defaults:                   # per-session settings a session has until it PUTs its own
       policy: token_budget
       budget: 4000
@@ -55,6 +57,7 @@ class Limits(BaseModel):
     max_messages_per_request: int = Field(default=1000, ge=1)
     requests_per_second: float = Field(default=50.0, ge=0)
     burst: int = Field(default=100, ge=1)
+    rate_limit_scope: Literal["store", "process"] = "store"
 
 
 class FoldWorkers(BaseModel):

@@ -74,7 +74,7 @@ async def current_tenant(
             headers={"WWW-Authenticate": 'Bearer realm="contextfold"'},
         )
     request.state.tenant = tenant
-    state.limiter.check(tenant.key_id)
+    await state.limiter.acheck(tenant.key_id)
     return tenant
 
 

@@ -67,7 +67,8 @@ class SessionMemories:
         if memory is not None:
             self._memories.move_to_end(settings)
             return memory
-        fold: FoldMode = "inline" if self.config.fold == "inline" else "deferred"  # else: workers fold
+        # background and deferred: appends mark sessions due, fold workers fold them
+        fold: FoldMode = "inline" if self.config.fold == "inline" else "deferred"
         memory = AsyncMemory(self.store, fold=fold, **settings.memory_options(self.config.model))
         self._memories[settings] = memory
         if len(self._memories) > _MEMORY_CACHE:
