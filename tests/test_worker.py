@@ -223,3 +223,40 @@ def test_reported_usage_over_the_limit_marks_due_in_deferred_mode() -> None:
         assert [sid for sid, _ in await store.list_due()] == ["s"]
 
     asyncio.run(main())
+
+
+class _CountingStore(MemoryStore):
+    """A MemoryStore that counts the due marks written to it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.marks = 0
+
+    async def mark_due(self, session_id: str, due_at: datetime | None, *,
+                       as_of_seq: int) -> None:
+        self.marks += 1
+        await super().mark_due(session_id, due_at, as_of_seq=as_of_seq)
+
+
+def test_a_due_session_is_marked_once_until_a_fold_then_again() -> None:
+    """Appends to a session waiting for a worker do not each write its due mark again;
+    after a worker's fold, the next append that wants a fold marks it again — and the
+    worker finds it and folds it (no mark is lost by skipping)."""
+
+    async def go() -> None:
+        store = _CountingStore()
+        app = _memory(store, fold="deferred")
+        await _fill(app, "s", 5)  # over MessageCount(4): due from the 5th message
+        assert store.marks == 1
+        await _fill(app, "s", 3)  # still due, still marked: no new writes
+        assert store.marks == 1
+        worker = Worker(_memory(store), poll_interval=0.05)
+        assert (await worker.run(once=True)).committed == 1
+        assert await store.claim_due("probe", limit=10, lease_seconds=1) == []
+        before = store.marks
+        await _fill(app, "s", 5)
+        assert store.marks == before + 1
+        assert (await Worker(_memory(store), poll_interval=0.05).run(once=True)).committed == 1
+        await check_invariant(store, "s")
+
+    asyncio.run(go())

@@ -29,8 +29,8 @@ from __future__ import annotations
 import functools
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from .elision import CutKey, elide
 from .errors import ConfigError, ValidationError
@@ -47,6 +47,9 @@ from .summarizers.agent_state import (
     render,
 )
 from .tokens import REPLY_PRIMING_TOKENS, TokenCounter, count_message
+
+if TYPE_CHECKING:
+    from .stores.base import Summary
 
 __all__ = [
     "BRIDGE_TEXT",
@@ -119,6 +122,8 @@ class Context:
     elided: tuple[int, ...] = ()
     masked: int = 0
     recalled: tuple[int, ...] = ()
+    #: the rolling summary this context was built with (None before the first fold)
+    summary: Summary | None = field(default=None, compare=False, repr=False)
 
     def to_openai(self) -> list[dict[str, Any]]:
         """Provider-ready OpenAI chat-completions dicts."""

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from .errors import ContextFoldError, SummarizationError
+from .policy import SessionStats
 from .privacy.guard import redact_log_text
 from .stores.base import LedgerEntry, Store, Summary
 from .stores.rows import LedgerTotals
@@ -59,11 +60,13 @@ class FoldOutcome:
 
 @dataclass(frozen=True)
 class AddResult:
-    """Seqs given to the appended messages; the inline fold's outcome if one ran."""
+    """Seqs given to the appended messages; the inline fold's outcome if one ran;
+    ``stats``: the session as the append left it (before that fold)."""
 
     seqs: tuple[int, ...]
     fold: FoldOutcome | None = None
     duplicates: int = 0
+    stats: SessionStats | None = None
 
 
 @dataclass(frozen=True)

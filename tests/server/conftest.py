@@ -89,10 +89,12 @@ def start_server(
     store = store or f"sqlite:///{home / 'contextfold.db'}"
     args = ["serve", "--port", str(port := free_port()), "--db", store,
             "--workers", str(workers), "--log-level", "info"]
-    if config is not None:
-        path = tmp / "server.json"
-        path.write_text(json.dumps(config))
-        args += ["--config", str(path)]
+    # These tests read each fold in the append's answer, so they fold inline unless they
+    # say otherwise; the default (background fold workers) is tested in test_fold_workers.
+    config = {"fold": "inline", **(config or {})}
+    path = tmp / "server.json"
+    path.write_text(json.dumps(config))
+    args += ["--config", str(path)]
     log_path = tmp / "serve.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(

@@ -89,19 +89,40 @@ def serve(
     logging.basicConfig(
         level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    folders = config.fold_workers.processes if config.fold == "background" else 0
     err_console.print(
-        f"[dim]contextfold serve: http://{host}:{port} store={_safe(url)} workers={workers}[/]"
+        f"[dim]contextfold serve: http://{host}:{port} store={_safe(url)} workers={workers}"
+        f" fold={config.fold} fold_workers={folders}[/]"
     )
-    uvicorn.run(
-        "contextfold.server.app:app_from_env",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        log_level=log_level,
-        access_log=False,  # our access log has no query strings (they can hold prompts)
-        proxy_headers=False,
-    )
+    supervisor = _fold_supervisor(url, config_path, folders, log_level)
+    try:
+        uvicorn.run(
+            "contextfold.server.app:app_from_env",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            log_level=log_level,
+            access_log=False,  # our access log has no query strings (they can hold prompts)
+            proxy_headers=False,
+        )
+    finally:
+        if supervisor is not None:
+            supervisor.stop()
+
+
+def _fold_supervisor(
+    url: str, config_path: Path | None, processes: int, log_level: str
+) -> Any:
+    """The fold worker processes of ``fold: background``, started (None without any)."""
+    if processes <= 0:
+        return None
+    from ..server.fold_workers import FoldSupervisor
+
+    path = str(config_path.resolve()) if config_path is not None else None
+    supervisor = FoldSupervisor(url, path, processes, log_level=log_level)
+    supervisor.start()
+    return supervisor
 
 
 def _safe(url: str) -> str:

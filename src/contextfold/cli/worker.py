@@ -102,8 +102,9 @@ def worker(
       contextfold worker --store postgresql://app@db/chat --concurrency 32
       contextfold worker --store sqlite:///chat.db --once
 
-    Behind `contextfold serve` with `fold: deferred`, pass the server's --config so each
-    session folds with its own settings (policy, budget, preset).
+    Behind `contextfold serve`, pass the server's --config so each session folds with
+    its own settings (policy, budget, preset). `serve` runs fold workers of its own
+    (`fold: background`); more of them here add folding capacity, on any machine.
 
     Each session is leased to one worker at a time; a worker killed mid-fold loses its
     sessions to others when the lease expires, and cannot commit after that. SIGTERM
@@ -127,23 +128,13 @@ def worker(
 
     async def as_the_server(path: Path) -> WorkerStats:
         try:
-            from ..server.catalog import open_catalog
             from ..server.config import load_config
-            from ..server.memories import SessionMemories, open_service_store
+            from ..server.fold_workers import serve_folds
         except ImportError as exc:
             raise ConfigError('--config needs the server extra: pip install '
                               '"contextfold[server]"') from exc
         config = load_config(path)
-        url = store_url(db or config.store)
-        store = open_service_store(config, url)
-        catalog = open_catalog(url)
-        memories = SessionMemories(config, store, catalog)
-        try:
-            work = make_worker(memories.memory(config.defaults), memories.for_store_id)
-            return await run_worker(work, once=once)
-        finally:
-            await store.close()
-            catalog.close()
+        return await serve_folds(config, store_url(db or config.store), make_worker, once=once)
 
     if config_path is not None:
         if max_tokens or settings_path or model or summarizer != "extractive":

@@ -26,6 +26,7 @@ from .config import ServerConfig
 from .limits import BodyLimitMiddleware, RateLimiter
 from .metrics import Metrics, MetricsMiddleware
 from .problems import PROBLEM_MEDIA_TYPE, ProblemError, problem_for_library_error
+from .shared_limits import StoreBuckets
 from .tenancy import ServerState
 
 __all__ = ["create_app", "resolve_store_url"]
@@ -56,11 +57,19 @@ def create_app(config: ServerConfig | None = None, store_url: str | None = None)
     config = config or ServerConfig()
     url = resolve_store_url(store_url or config.store)
     metrics = Metrics()
+    catalog = open_catalog(url)
+    limits = config.limits
     state = ServerState(
         config,
         url,
-        open_catalog(url),
-        RateLimiter(config.limits.requests_per_second, config.limits.burst),
+        catalog,
+        RateLimiter(
+            limits.requests_per_second,
+            limits.burst,
+            backend=StoreBuckets(catalog, limits.requests_per_second, float(limits.burst))
+            if limits.rate_limit_scope == "store"
+            else None,
+        ),
         metrics,
     )
 

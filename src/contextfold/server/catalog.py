@@ -18,6 +18,9 @@ Tables (created if missing, safe to run twice):
     settings, or NULL for the server defaults). Indexed by (tenant, last_activity,
     session_id), so a tenant's listing is a keyset-paginated index range scan however many
     tenants and sessions there are.
+``cf_server_rate_buckets``
+    the token bucket of each API key's rate limit shared by every server process
+    (:mod:`contextfold.server.shared_limits`): ``tokens`` as of ``updated_at`` (epoch).
 
 The session rows are an index of the store's sessions, written after each append: the
 store stays the source of truth for messages (see :mod:`contextfold.server.tenancy`).
@@ -61,6 +64,11 @@ _SCHEMA = (
     )""",
     "CREATE INDEX IF NOT EXISTS cf_server_sessions_activity"
     " ON cf_server_sessions (tenant, last_activity, session_id)",
+    """CREATE TABLE IF NOT EXISTS cf_server_rate_buckets (
+        bucket TEXT PRIMARY KEY,
+        tokens DOUBLE PRECISION NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL
+    )""",
 )
 
 
@@ -209,6 +217,37 @@ class Catalog:
         row = await self._aread(lambda c: c.execute(sql, (key_hash,)).fetchone())
         return (row[0], row[1]) if row else None
 
+    # -- rate limits --------------------------------------------------------------------
+
+    def lease_tokens(
+        self, bucket: str, *, want: float, least: float, rate: float, burst: float, now: float
+    ) -> tuple[float, float]:
+        """Refill the shared bucket ``bucket`` (``rate``/s up to ``burst``, as of ``now``,
+        epoch seconds) and take ``want`` tokens from it, or as many as it has if that is at
+        least ``least``, else none. Returns (tokens taken, tokens it had). One short write
+        transaction; blocking (run it off the event loop)."""
+        least_fn, most_fn = ("min", "max") if self._ph == "?" else ("LEAST", "GREATEST")
+        refill = self._sql(
+            "INSERT INTO cf_server_rate_buckets (bucket, tokens, updated_at) VALUES (?, ?, ?)"
+            " ON CONFLICT (bucket) DO UPDATE SET"
+            f" tokens = {least_fn}(?, cf_server_rate_buckets.tokens"
+            f" + {most_fn}(0, ? - cf_server_rate_buckets.updated_at) * ?),"
+            f" updated_at = {most_fn}(cf_server_rate_buckets.updated_at, ?)"
+            " RETURNING tokens"
+        )
+        spend = self._sql("UPDATE cf_server_rate_buckets SET tokens = tokens - ? WHERE bucket = ?")
+
+        def run(conn: _Connection) -> tuple[float, float]:
+            with _transaction(conn):
+                row = conn.execute(refill, (bucket, burst, now, burst, now, rate, now)).fetchone()
+                had = float(row[0])
+                taken = want if had >= want else had if had >= least else 0.0
+                if taken > 0:
+                    conn.execute(spend, (taken, bucket))
+            return taken, had
+
+        return self._run(run)
+
     # -- sessions -----------------------------------------------------------------------
 
     async def session(self, tenant: str, session_id: str) -> SessionRow | None:
@@ -227,6 +266,15 @@ class Catalog:
             " DO UPDATE SET last_activity = excluded.last_activity"
         )
         await self._arun(lambda c: c.execute(sql, (tenant, session_id, when, when)))
+
+    async def activity(self, tenant: str, session_id: str, when: float) -> None:
+        """Move an existing row's ``last_activity`` to ``when`` (never creates one, so a
+        late write cannot bring back the row of a session deleted meanwhile)."""
+        sql = self._sql(
+            "UPDATE cf_server_sessions SET last_activity = ? WHERE tenant = ? AND session_id = ?"
+            " AND last_activity < ?"
+        )
+        await self._arun(lambda c: c.execute(sql, (when, tenant, session_id, when)))
 
     async def put_settings(self, tenant: str, session_id: str, settings: str | None) -> None:
         now = time.time()
@@ -318,6 +366,23 @@ class Catalog:
 
     async def ping(self) -> None:
         await self._arun(lambda c: c.execute("SELECT 1").fetchone())
+
+
+@contextmanager
+def _transaction(conn: Any) -> Iterator[None]:
+    """A write transaction: psycopg's, or SQLite's ``BEGIN IMMEDIATE`` (the catalog's SQLite
+    connection is in autocommit mode)."""
+    if hasattr(conn, "transaction"):
+        with conn.transaction():
+            yield
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def open_catalog(store_url: str) -> Catalog:

@@ -5,15 +5,25 @@
     # server.yaml — every key is optional
     store: postgresql://localhost/contextfold   # default: the CLI's SQLite file
     model: null                 # summarizer model ("openai:gpt-4o-mini"); null: offline
-    fold: inline                # inline: fold during the append; deferred: workers fold
+    fold: background            # background: appends answer at once, fold worker processes
+                                # of `serve` fold (see fold_workers); inline: fold during
+                                # the append (single-user setups); deferred: only external
+                                # `contextfold worker --config` processes fold
+    fold_workers:               # with fold: background
+      processes: 1              # fold worker processes `serve` starts and supervises
+      concurrency: 8            # folds in flight per worker process
+      lease_seconds: 30         # how long a killed worker's sessions wait for another
+      poll_interval: 0.5        # seconds between looks for due sessions when idle
     retention: archive          # archive: keep folded messages (marked folded); delete:
                                 # remove them in the fold's commit (privacy)
     key_cache_seconds: 2        # a revoked key stops working within this many seconds
     limits:
       max_body_bytes: 1048576   # 413 payload_too_large above this
       max_messages_per_request: 1000   # 413 too_many_messages above this
-      requests_per_second: 50   # per key and server process; 0: no limit (429 above it)
+      requests_per_second: 50   # per key; 0: no limit (429 above it)
       burst: 100                # requests a key may make at once before the rate applies
+      rate_limit_scope: store   # store: one limit per key across every server process on
+                                # the database; process: per key and server process
     defaults:                   # per-session settings a session has until it PUTs its own
       policy: token_budget
       budget: 4000
@@ -37,7 +47,7 @@ from pydantic import ValidationError as PydanticValidationError
 from ..errors import ConfigError
 from .session_settings import SessionSettings
 
-__all__ = ["Limits", "ServerConfig", "load_config"]
+__all__ = ["FoldWorkers", "Limits", "ServerConfig", "load_config"]
 
 
 class Limits(BaseModel):
@@ -47,6 +57,18 @@ class Limits(BaseModel):
     max_messages_per_request: int = Field(default=1000, ge=1)
     requests_per_second: float = Field(default=50.0, ge=0)
     burst: int = Field(default=100, ge=1)
+    rate_limit_scope: Literal["store", "process"] = "store"
+
+
+class FoldWorkers(BaseModel):
+    """The fold worker processes ``contextfold serve`` runs with ``fold: background``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    processes: int = Field(default=1, ge=0, le=64)
+    concurrency: int = Field(default=8, ge=1, le=1024)
+    lease_seconds: float = Field(default=30.0, ge=1, le=3600)
+    poll_interval: float = Field(default=0.5, ge=0.05, le=60)
 
 
 class ServerConfig(BaseModel):
@@ -54,7 +76,8 @@ class ServerConfig(BaseModel):
 
     store: str | None = Field(default=None, description="Store URL or SQLite path")
     model: str | None = None
-    fold: Literal["inline", "deferred"] = "inline"
+    fold: Literal["background", "inline", "deferred"] = "background"
+    fold_workers: FoldWorkers = Field(default_factory=FoldWorkers)
     retention: Literal["archive", "delete"] = "archive"
     key_cache_seconds: float = Field(default=2.0, ge=0, le=300)
     limits: Limits = Field(default_factory=Limits)

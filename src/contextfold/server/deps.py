@@ -74,23 +74,22 @@ async def current_tenant(
             headers={"WWW-Authenticate": 'Bearer realm="contextfold"'},
         )
     request.state.tenant = tenant
-    state.limiter.check(tenant.key_id)
+    await state.limiter.acheck(tenant.key_id)
     return tenant
 
 
-async def tenant_session(
-    session_id: SessionId,
-    tenant: Annotated[Tenant, Depends(current_tenant)],
-    state: Annotated[ServerState, Depends(get_state)],
-) -> ScopedSession:
+# The two below call current_tenant directly rather than through Depends: FastAPI solves
+# each dependency of each request anew, and the sub-dependencies were most of what a
+# context read cost the server beyond the store.
+
+
+async def tenant_session(request: Request, session_id: SessionId) -> ScopedSession:
     """The tenant's existing session ``session_id`` (404 ``not_found`` otherwise)."""
-    return await state.existing_session(tenant, session_id)
+    state: ServerState = request.app.state.contextfold
+    return await state.existing_session(await current_tenant(request, state), session_id)
 
 
-async def writable_session(
-    session_id: SessionId,
-    tenant: Annotated[Tenant, Depends(current_tenant)],
-    state: Annotated[ServerState, Depends(get_state)],
-) -> ScopedSession:
+async def writable_session(request: Request, session_id: SessionId) -> ScopedSession:
     """The tenant's session ``session_id``, created by the write if it is new."""
-    return await state.session(tenant, session_id)
+    state: ServerState = request.app.state.contextfold
+    return await state.session(await current_tenant(request, state), session_id)

@@ -2,50 +2,73 @@
 
 The body limit counts the bytes actually received, so a chunked body without
 ``Content-Length`` is held to it too; a declared ``Content-Length`` over the limit is refused
-before the body is read. The rate limit is a token bucket per API key *per server process*
-(``requests_per_second``, ``burst``): with ``--workers N`` a key may reach N times the rate in
-total. Over the limit: 429 ``rate_limited`` with ``Retry-After`` (whole seconds, at least 1).
+before the body is read. The rate limit is a token bucket per API key (``requests_per_second``,
+``burst``), kept in the store's database and shared by every server process on it
+(``rate_limit_scope: store``, the default; see :mod:`.shared_limits`), or per process
+(``process``: with ``--workers N`` a key may then reach N times the rate in total). Over the
+limit: 429 ``rate_limited`` with ``Retry-After`` (whole seconds, at least 1).
 """
 
 from __future__ import annotations
 
 import math
-import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .problems import PROBLEM_MEDIA_TYPE, ProblemError
+from .shared_limits import BucketBackend, LocalBuckets
 
 __all__ = ["BodyLimitMiddleware", "RateLimiter", "send_problem"]
 
 
 class RateLimiter:
-    """Token buckets keyed by key id; ``rate`` 0 disables the limit."""
+    """A rate limit per key id (``subject`` names what is limited in the 429); ``rate`` 0
+    disables it. A request takes ``cost`` tokens (at least 1, at most ``burst``, so the
+    largest request fits a full bucket). The buckets live in ``backend``
+    (:mod:`contextfold.server.shared_limits`): this process's memory by default, or the
+    store's database, shared by every server process."""
 
-    def __init__(self, rate: float, burst: int) -> None:
+    def __init__(
+        self, rate: float, burst: int, *, subject: str = "this key",
+        backend: BucketBackend | None = None,
+    ) -> None:
         self.rate = rate
         self.burst = float(burst)
-        self._buckets: dict[str, tuple[float, float]] = {}
+        self.subject = subject
+        self.backend: BucketBackend = backend or LocalBuckets(rate, self.burst)
 
-    def check(self, key_id: str) -> None:
-        """Take one token for ``key_id`` or raise 429 ``rate_limited``."""
-        if self.rate <= 0:
+    def exhausted(self, key_id: str) -> bool:
+        """True when this process knows ``key_id`` could not take one token now (no I/O;
+        with shared buckets, False may still be refused by :meth:`check`)."""
+        return self.rate > 0 and isinstance(self.backend, LocalBuckets) and (
+            self.backend.available(key_id) < 1.0
+        )
+
+    def _cost(self, cost: float) -> float:
+        return min(max(cost, 1.0), self.burst)
+
+    def check(self, key_id: str, cost: float = 1.0) -> None:
+        """Take ``cost`` tokens for ``key_id`` or raise 429 ``rate_limited`` (shared buckets:
+        may block on the database when this process's leased tokens run out — on an event
+        loop use :meth:`acheck`)."""
+        if self.rate > 0:
+            self._answer(self.backend.take(key_id, self._cost(cost)))
+
+    async def acheck(self, key_id: str, cost: float = 1.0) -> None:
+        """:meth:`check` without blocking the event loop."""
+        if self.rate > 0:
+            self._answer(await self.backend.atake(key_id, self._cost(cost)))
+
+    def _answer(self, wait: float) -> None:
+        if wait <= 0:
             return
-        now = time.monotonic()
-        tokens, last = self._buckets.get(key_id, (self.burst, now))
-        tokens = min(self.burst, tokens + (now - last) * self.rate)
-        if tokens < 1.0:
-            self._buckets[key_id] = (tokens, now)
-            wait = max(1, math.ceil((1.0 - tokens) / self.rate))
-            raise ProblemError(
-                429,
-                "rate_limited",
-                f"over {self.rate:g} requests per second for this key; retry in {wait} s",
-                headers={"Retry-After": str(wait)},
-            )
-        self._buckets[key_id] = (tokens - 1.0, now)
-        if len(self._buckets) > 100_000:
-            self._buckets.clear()
+        seconds = max(1, math.ceil(wait)) if math.isfinite(wait) else 60
+        raise ProblemError(
+            429,
+            "rate_limited",
+            f"over {self.rate:g} requests per second for {self.subject}; retry in {seconds} s",
+            headers={"Retry-After": str(seconds)},
+        )
 
 
 async def send_problem(send: Send, problem: ProblemError, path: str) -> None:

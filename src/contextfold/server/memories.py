@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 
-from ..engine import AsyncMemory
+from ..engine import AsyncMemory, FoldMode
 from ..stores import open_store
 from ..stores.base import Store
 from ..stores.rows import LedgerTotals
@@ -67,9 +67,9 @@ class SessionMemories:
         if memory is not None:
             self._memories.move_to_end(settings)
             return memory
-        memory = AsyncMemory(
-            self.store, fold=self.config.fold, **settings.memory_options(self.config.model)
-        )
+        # background and deferred: appends mark sessions due, fold workers fold them
+        fold: FoldMode = "inline" if self.config.fold == "inline" else "deferred"
+        memory = AsyncMemory(self.store, fold=fold, **settings.memory_options(self.config.model))
         self._memories[settings] = memory
         if len(self._memories) > _MEMORY_CACHE:
             self._memories.popitem(last=False)

@@ -9,7 +9,8 @@ import json
 from datetime import datetime, timezone
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Depends, Query, Response
+from fastapi import APIRouter, Body, Depends, Query, Request, Response
+from pydantic import BaseModel
 
 from ...engine import AsyncMemory
 from ...errors import ValidationError
@@ -56,7 +57,8 @@ CurrentTenant = Annotated[Tenant, Depends(current_tenant)]
     response_model=AppendResponse,
     summary="Append messages (one atomic batch, idempotent by message id)",
 )
-async def append_messages(body: AppendRequest, scoped: Writable, state: State) -> AppendResponse:
+async def append_messages(body: AppendRequest, scoped: Writable, request: Request) -> Response:
+    state: ServerState = request.app.state.contextfold
     limit = state.config.limits.max_messages_per_request
     if len(body.messages) > limit:
         raise ProblemError(
@@ -87,15 +89,23 @@ async def append_messages(body: AppendRequest, scoped: Writable, state: State) -
         else:
             duplicates.append(item)
         seen.add(seq)
-    stats = await memory.stats(scoped.store_id)
+    stats = result.stats
+    if stats is None or result.fold is not None:  # an inline fold changed it since
+        stats = await memory.stats(scoped.store_id)
     assert stats is not None
-    return AppendResponse(
+    return _json(AppendResponse.model_construct(
         session_id=scoped.session_id,
         appended=appended,
         duplicates=duplicates,
         fold=FoldResult.of(result.fold),
         stats=StatsOut.of(stats),
-    )
+    ))
+
+
+def _json(model: BaseModel) -> Response:
+    """The response of a model the route built from trusted values (``model_construct``):
+    serialized once, not validated again by the framework."""
+    return Response(model.model_dump_json(), media_type="application/json")
 
 
 def _which_message(
@@ -131,10 +141,12 @@ async def get_context(
         Query(min_length=1, max_length=1000,
               description="Recall folded turns matching this text (longer: POST …/context)"),
     ] = None,
-) -> ContextResponse:
+) -> Response:
     return await _context(
         scoped,
-        ContextRequest(system=system, format=format, max_tokens=max_tokens, query=query),
+        ContextRequest.model_construct(
+            system=system, format=format, max_tokens=max_tokens, query=query
+        ),
     )
 
 
@@ -143,21 +155,19 @@ async def get_context(
     response_model=ContextResponse,
     summary="The bounded context, with the system prompt in the body (any length)",
 )
-async def post_context(scoped: Existing, body: ContextRequest) -> ContextResponse:
+async def post_context(scoped: Existing, body: ContextRequest) -> Response:
     return await _context(scoped, body)
 
 
-async def _context(scoped: ScopedSession, request: ContextRequest) -> ContextResponse:
-    memory = scoped.memory
-    context = await memory.context(
+async def _context(scoped: ScopedSession, request: ContextRequest) -> Response:
+    context = await scoped.memory.context(
         scoped.store_id,
         system=request.system,
         max_tokens=request.max_tokens or scoped.settings.budget,
         query=request.query,
     )
-    summary = await memory.summary(scoped.store_id)
     system_text, messages = render(context.messages, request.format)
-    return ContextResponse(
+    return _json(ContextResponse.model_construct(
         session_id=scoped.session_id,
         format=request.format,
         system=system_text,
@@ -172,8 +182,8 @@ async def _context(scoped: ScopedSession, request: ContextRequest) -> ContextRes
         masked=context.masked,
         bridged=context.bridged,
         recalled=list(context.recalled),
-        summary=SummaryOut.of(summary),
-    )
+        summary=SummaryOut.of(context.summary),
+    ))
 
 
 @router.get(
@@ -304,9 +314,7 @@ async def put_settings(body: SettingsPatch, scoped: Writable, state: State) -> S
     effective = state.config.defaults.overlay(body)
     state.memory(effective)  # builds the policy: ConfigError (422) if the numbers clash
     patch = body.stored()
-    await state.catalog.put_settings(
-        scoped.tenant.name, scoped.session_id, json.dumps(patch) if patch else None
-    )
+    await state.put_settings(scoped, json.dumps(patch) if patch else None)
     return effective
 
 

@@ -1,0 +1,369 @@
+"""The HTTP service at the speed of its framework: ``contextfold serve`` next to a bare app.
+
+Each configuration runs a bare FastAPI + uvicorn app (``bare_app.py``: the same two calls
+against the same database — insert two rows; select the newest 40) and ``contextfold
+serve`` with its default settings (no ``--config``: background fold workers, the default
+rate limit and budget), one after the other in the same run, with the same load:
+``--clients`` concurrent clients (httpx, one connection each) over ``--sessions`` sessions;
+each turn a client appends a user + assistant message with ids, then reads the context.
+Every client has its own API key (tenant ``bench``), as apps of one tenant would.
+
+Configurations: SQLite, 1 server process; PostgreSQL, 2 server processes (the bare app
+gets the same number of processes). Reported per row: operations/s, p50/p99 of appends and
+of context reads, errors, lost and duplicated ids (every id that got a 200 is looked up
+afterwards), and for contextfold the folds committed in the ledger (by the fold workers,
+during and just after the run) and the largest live tokens of a session after the run
+(bounded: a fold is due above the budget). The figures that mean something on a shared
+machine are the ratios to the bare row of the same configuration: throughput (target
+≥ 0.7×) and p99 of append and context (target ≤ 2×).
+
+Usage: python benchmarks/bench_service_speed.py [--quick] [--clients 32] [--rounds 30]
+    [--no-postgres]
+Writes benchmarks/results/service_speed.md. 127.0.0.1 only; every server started is
+stopped; the PostgreSQL databases are created and dropped here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+HERE = Path(__file__).parent
+RESULTS = HERE / "results"
+PG_ADMIN = os.environ.get("CONTEXTFOLD_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+BUDGET = 4000  # serve's default per-session budget
+
+
+@dataclass
+class Run:
+    label: str
+    requests: int = 0
+    seconds: float = 0.0
+    append_ms: list[float] = field(default_factory=list)
+    context_ms: list[float] = field(default_factory=list)
+    errors: int = 0
+    sent: int = 0
+    lost: int = 0
+    duplicated: int = 0
+    folds: int | None = None
+    max_live: int | None = None
+    over_budget: int = 0
+
+    @property
+    def ops(self) -> float:
+        return self.requests / self.seconds if self.seconds else 0.0
+
+
+@dataclass
+class Target:
+    """How the driver talks to one server: paths, headers per client, the id check."""
+
+    url: str
+    append: Callable[[str], str]
+    context: Callable[[str], str]
+    headers: Callable[[int], dict[str, str]]
+    contextfold: bool
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_up(proc: subprocess.Popen[bytes], url: str, what: str) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode}")
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    stop(proc)
+    raise RuntimeError(f"{what} did not come up")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=40)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@contextmanager
+def bare_server(store: str, processes: int) -> Iterator[Target]:
+    sys.path.insert(0, str(HERE))
+    import bare_app
+
+    bare_app.setup(store)
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "--app-dir", str(HERE), "bare_app:create",
+         "--factory", "--host", "127.0.0.1", "--port", str(port), "--workers", str(processes),
+         "--log-level", "warning", "--no-access-log"],
+        env={**os.environ, "BARE_STORE": store}, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_up(proc, url, "the bare app")
+        yield Target(url, lambda s: f"/sessions/{s}/messages", lambda s: f"/sessions/{s}/context",
+                     lambda n: {}, contextfold=False)
+    finally:
+        stop(proc)
+
+
+@contextmanager
+def contextfold_server(store: str, processes: int, home: Path, clients: int) -> Iterator[Target]:
+    from contextfold.server.catalog import open_catalog
+    from contextfold.server.keys import create_key
+
+    catalog = open_catalog(store)
+    try:
+        catalog.setup()
+        keys = [create_key(catalog, "bench")[0] for _ in range(clients)]
+    finally:
+        catalog.close()
+    port = free_port()
+    proc = subprocess.Popen(  # serve's defaults: no --config
+        [sys.executable, "-m", "contextfold.cli", "serve", "--port", str(port), "--db", store,
+         "--workers", str(processes), "--log-level", "warning"],
+        env={**os.environ, "CONTEXTFOLD_HOME": str(home)}, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_up(proc, url, "contextfold serve")
+        yield Target(url, lambda s: f"/v1/sessions/{s}/messages",
+                     lambda s: f"/v1/sessions/{s}/context",
+                     lambda n: {"Authorization": f"Bearer {keys[n]}"}, contextfold=True)
+    finally:
+        stop(proc)
+
+
+def turn(n: int, r: int) -> list[dict[str, str]]:
+    return [
+        {"role": "user", "id": f"c{n}-r{r}-u",
+         "content": f"client {n} round {r}: please note item {r * 7 + n} "
+                    + "and the plan for the quarterly review meeting " * 6},
+        {"role": "assistant", "id": f"c{n}-r{r}-a",
+         "content": f"Noted item {r * 7 + n}; the review is on the {r % 28 + 1}th "
+                    + "with the budget and the roadmap on the agenda " * 6},
+    ]
+
+
+async def drive(target: Target, run: Run, clients: int, sessions: int, rounds: int) -> None:
+    tag = uuid.uuid4().hex[:6]
+    names = [f"speed-{tag}-{s}" for s in range(sessions)]
+    confirmed: dict[str, list[str]] = {s: [] for s in names}
+    limits = httpx.Limits(max_connections=1)
+
+    async def client(n: int) -> None:
+        session = names[n % sessions]
+        async with httpx.AsyncClient(base_url=target.url, headers=target.headers(n),
+                                     timeout=60, limits=limits) as http:
+            for r in range(rounds):
+                body = {"messages": turn(n, r)}
+                run.sent += 2
+                t0 = time.perf_counter()
+                try:
+                    ok = (await http.post(target.append(session), json=body)).status_code == 200
+                except httpx.HTTPError:
+                    ok = False
+                run.append_ms.append((time.perf_counter() - t0) * 1000)
+                run.requests += 1
+                if ok:
+                    confirmed[session].extend(m["id"] for m in body["messages"])
+                else:
+                    run.errors += 1
+                t0 = time.perf_counter()
+                try:
+                    resp = await http.get(target.context(session))
+                    ok = resp.status_code == 200
+                    if ok and target.contextfold and resp.json()["tokens"] > BUDGET:
+                        run.over_budget += 1
+                except httpx.HTTPError:
+                    ok = False
+                run.context_ms.append((time.perf_counter() - t0) * 1000)
+                run.requests += 1
+                run.errors += not ok
+
+    started = time.perf_counter()
+    await asyncio.gather(*(client(n) for n in range(clients)))
+    run.seconds = time.perf_counter() - started
+    async with httpx.AsyncClient(base_url=target.url, headers=target.headers(0),
+                                 timeout=60) as http:
+        for session, ids in confirmed.items():
+            stored = await stored_ids(http, target, session)
+            run.lost += len(set(ids) - set(stored))
+            run.duplicated += len(stored) - len(set(stored))
+        if target.contextfold:
+            await fold_report(http, names, run)
+
+
+async def stored_ids(http: httpx.AsyncClient, target: Target, session: str) -> list[str]:
+    if not target.contextfold:
+        ids: list[str] = (await http.get(f"/sessions/{session}/ids")).json()
+        return ids
+    stored: list[str] = []
+    after = 0
+    while True:
+        page = (await http.get(f"/v1/sessions/{session}/messages",
+                               params={"after_seq": after, "limit": 1000})).json()
+        stored += [m["message"]["id"] for m in page["messages"]]
+        if page["next_after_seq"] is None:
+            return stored
+        after = page["next_after_seq"]
+
+
+async def fold_report(http: httpx.AsyncClient, names: list[str], run: Run) -> None:
+    """Folds committed in the ledger and the largest live tokens, once the fold workers
+    have caught up (at most 20 s after the run)."""
+    deadline = time.monotonic() + 20
+    while True:
+        live = []
+        folds = 0
+        for session in names:
+            ledger = (await http.get(f"/v1/sessions/{session}/ledger",
+                                     params={"limit": 1000})).json()["entries"]
+            folds += sum(e["outcome"] == "committed" for e in ledger)
+            page = (await http.get(f"/v1/sessions/{session}/messages",
+                                   params={"include_folded": "false", "limit": 1000})).json()
+            live.append(sum(m["tokens"] for m in page["messages"]))
+        run.folds, run.max_live = folds, max(live)
+        if run.max_live <= BUDGET or time.monotonic() > deadline:
+            return
+        await asyncio.sleep(0.5)
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def pg_database() -> tuple[str, str]:
+    import psycopg
+
+    name = f"contextfold_speed_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    return PG_ADMIN.rsplit("/", 1)[0] + "/" + name, name
+
+
+def drop_pg(name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def pair(store: str, label: str, processes: int, home: Path,
+         args: argparse.Namespace) -> tuple[Run, Run]:
+    bare = Run(f"bare FastAPI, {label}")
+    with bare_server(store, processes) as target:
+        warm_then_drive(target, bare, args)
+    served = Run(f"contextfold serve, {label}")
+    with contextfold_server(store, processes, home, args.clients) as target:
+        warm_then_drive(target, served, args)
+    return bare, served
+
+
+def warm_then_drive(target: Target, run: Run, args: argparse.Namespace) -> None:
+    """A few untimed turns first (connections, caches, the first queries), then the run."""
+    warm = Run("warm-up")
+    asyncio.run(drive(target, warm, args.clients, args.sessions, 3))
+    if warm.errors or warm.lost or warm.duplicated:
+        raise RuntimeError(f"the warm-up failed: {warm}")
+    asyncio.run(drive(target, run, args.clients, args.sessions, args.rounds))
+
+
+def row(r: Run, bare: Run | None) -> str:
+    ratio = ""
+    if bare is not None:
+        append = pct(r.append_ms, .99) / pct(bare.append_ms, .99)
+        context = pct(r.context_ms, .99) / pct(bare.context_ms, .99)
+        ratio = f" ({r.ops / bare.ops:.2f}×; p99 {append:.2f}× / {context:.2f}×)"
+    folds = "–" if r.folds is None else str(r.folds)
+    live = "–" if r.max_live is None else str(r.max_live)
+    return (f"| {r.label} | {r.requests} | {r.ops:.0f}{ratio} "
+            f"| {pct(r.append_ms, .5):.1f} / {pct(r.append_ms, .99):.1f} "
+            f"| {pct(r.context_ms, .5):.1f} / {pct(r.context_ms, .99):.1f} "
+            f"| {r.errors} | {r.lost} of {r.sent} | {r.duplicated} | {folds} | {live} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--sessions", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--quick", action="store_true", help="15 rounds per client")
+    parser.add_argument("--no-postgres", action="store_true")
+    parser.add_argument("--no-sqlite", action="store_true")
+    args = parser.parse_args()
+    if args.quick:
+        args.rounds = 15
+    pairs: list[tuple[Run, Run]] = []
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        if not args.no_sqlite:
+            pairs.append(pair(f"sqlite:///{home / 'speed.db'}", "SQLite, 1 process", 1, home,
+                              args))
+        if not args.no_postgres:
+            url, name = pg_database()
+            try:
+                pairs.append(pair(url, "PostgreSQL, 2 processes", 2, home, args))
+            finally:
+                drop_pg(name)
+    header = ("| server | requests | ops/s (vs bare; p99 append / context vs bare) "
+              "| append p50 / p99 ms | context p50 / p99 ms | errors | lost | duplicated "
+              "| folds committed | max live tokens after |")
+    lines = [header, "|" + "---|" * 10]
+    for bare, served in pairs:
+        lines += [row(bare, None), row(served, bare)]
+    table = "\n".join(lines)
+    print(table)
+    over = sum(s.over_budget for _, s in pairs)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "service_speed.md").write_text(
+        "# The HTTP service next to a bare FastAPI app\n\n"
+        f"`python benchmarks/bench_service_speed.py{' --quick' if args.quick else ''}`: "
+        f"{args.clients} concurrent clients over {args.sessions} sessions, {args.rounds} turns "
+        "each (append user + assistant with ids, then read the context). `contextfold serve` "
+        "with its default settings (folds by its background fold worker; budget 4,000); "
+        "the bare app inserts two rows and selects the newest 40 on the same database. "
+        "Targets: ops/s ≥ 0.7× bare, p99 ≤ 2× bare. Lost = ids that got a 200 but are "
+        f"not stored. Contexts over the budget: {over}.\n\n"
+        f"Machine: {platform.platform()}, {os.cpu_count()} cores shared with other work "
+        f"(1-minute load {load:.1f} at the start); the load generator runs on the same "
+        "cores, so only the ratios of the same run mean anything.\n\n" + table + "\n"
+    )
+    if any(r.errors or r.lost or r.duplicated or r.over_budget for p in pairs for r in p):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

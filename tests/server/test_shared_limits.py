@@ -1,0 +1,119 @@
+"""A key's rate limit holds across server processes: the buckets live in the store's
+database and processes lease tokens from them in chunks, so N processes together let at
+most ``burst + rate × seconds`` requests through (per-process buckets let N times that)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from contextfold.server.catalog import open_catalog
+from contextfold.server.limits import RateLimiter
+from contextfold.server.problems import ProblemError
+from contextfold.server.shared_limits import StoreBuckets
+
+from .conftest import start_server, user
+
+RATE, BURST = 20.0, 40
+
+
+@contextmanager
+def limiters(url: str, processes: int, scope: str) -> Iterator[list[RateLimiter]]:
+    """One limiter per would-be server process, each with its own catalog connection."""
+    catalogs = [open_catalog(url) for _ in range(processes)]
+    for catalog in catalogs:
+        catalog.setup()
+    try:
+        yield [RateLimiter(RATE, BURST, backend=StoreBuckets(c, RATE, float(BURST))
+                           if scope == "store" else None) for c in catalogs]
+    finally:
+        for catalog in catalogs:
+            catalog.close()
+
+
+def hammer(limiters: list[RateLimiter], key: str, seconds: float) -> tuple[int, float]:
+    """Requests of ``key`` spread over the limiters for ``seconds``: (admitted, elapsed)."""
+    admitted = 0
+    started = time.monotonic()
+    n = 0
+    while time.monotonic() - started < seconds:
+        try:
+            limiters[n % len(limiters)].check(key)
+            admitted += 1
+        except ProblemError as exc:
+            assert exc.status == 429 and int(exc.headers["Retry-After"]) >= 1
+        n += 1
+        time.sleep(0.001)
+    return admitted, time.monotonic() - started
+
+
+def ceiling(elapsed: float) -> float:
+    return BURST + RATE * elapsed
+
+
+def test_processes_on_one_sqlite_file_share_a_keys_limit(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'limits.db'}"
+    with limiters(url, 3, "store") as three:
+        admitted, elapsed = hammer(three, "k1", 1.0)
+    assert admitted <= ceiling(elapsed)
+    assert admitted >= BURST  # the burst is there at the start, whichever process asks
+    with limiters(url, 3, "process") as apart:  # each process its own: three times over
+        admitted, elapsed = hammer(apart, "k2", 1.0)
+    assert admitted > ceiling(elapsed)
+
+
+def test_keys_are_limited_apart(tmp_path: Path) -> None:
+    with limiters(f"sqlite:///{tmp_path / 'limits.db'}", 2, "store") as two:
+        first, _ = hammer(two, "a", 0.3)
+        second, _ = hammer(two, "b", 0.3)
+    assert first >= BURST and second >= BURST
+
+
+@pytest.mark.postgres
+def test_processes_on_one_postgresql_share_a_keys_limit() -> None:
+    from tests.pg_database import fresh_database
+
+    with fresh_database("contextfold_limits") as url, limiters(url, 2, "store") as two:
+        admitted, elapsed = hammer(two, "k1", 1.0)
+    assert BURST <= admitted <= ceiling(elapsed)
+
+
+@pytest.mark.postgres
+def test_two_server_processes_hold_one_limit(tmp_path: Path) -> None:
+    from tests.server.tcp_proxy import fresh_pg_database
+
+    with fresh_pg_database() as (url, _, _):
+        served = start_server(tmp_path, store=url, workers=2, config={
+            "limits": {"requests_per_second": 5, "burst": 10}})
+        try:
+            key = served.key("limited")
+            statuses: list[int] = []
+
+            async def client(n: int) -> None:
+                async with httpx.AsyncClient(
+                    base_url=served.url, headers={"Authorization": f"Bearer {key}"},
+                    timeout=30, limits=httpx.Limits(max_connections=1),
+                ) as http:
+                    for i in range(6):
+                        r = await http.post(f"/v1/sessions/s-{uuid.uuid4().hex[:6]}/messages",
+                                            json={"messages": [user(f"{n}/{i}")]})
+                        statuses.append(r.status_code)
+
+            async def main() -> None:
+                await asyncio.wait_for(asyncio.gather(*(client(n) for n in range(12))), 60)
+
+            started = time.monotonic()
+            asyncio.run(main())
+            elapsed = time.monotonic() - started
+            assert set(statuses) <= {200, 429}
+            assert statuses.count(200) <= 10 + 5 * elapsed
+            assert statuses.count(429) > 0
+        finally:
+            served.stop()
