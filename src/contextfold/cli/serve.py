@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -84,24 +85,31 @@ def serve(
         os.environ["CONTEXTFOLD_SERVER_CONFIG"] = str(config_path.resolve())
     else:
         os.environ.pop("CONTEXTFOLD_SERVER_CONFIG", None)
+    metrics_dir = None  # made for this run, removed when it ends
     if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="contextfold-metrics-")
+        metrics_dir = tempfile.mkdtemp(prefix="contextfold-metrics-")
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
     logging.basicConfig(
         level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     err_console.print(
         f"[dim]contextfold serve: http://{host}:{port} store={_safe(url)} workers={workers}[/]"
     )
-    uvicorn.run(
-        "contextfold.server.app:app_from_env",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        log_level=log_level,
-        access_log=False,  # our access log has no query strings (they can hold prompts)
-        proxy_headers=False,
-    )
+    try:
+        uvicorn.run(
+            "contextfold.server.app:app_from_env",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            log_level=log_level,
+            access_log=False,  # our access log has no query strings (they can hold prompts)
+            proxy_headers=False,
+        )
+    finally:
+        if metrics_dir is not None:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+            os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
 
 
 def _safe(url: str) -> str:
