@@ -95,6 +95,9 @@ def serve(
     err_console.print(
         f"[dim]contextfold serve: http://{host}:{port} store={_safe(url)} workers={workers}[/]"
     )
+    from ..server.protocol import HEADER_TIMEOUT_ENV, ServiceProtocol
+
+    os.environ[HEADER_TIMEOUT_ENV] = str(config.limits.header_timeout_seconds)
     try:
         uvicorn.run(
             "contextfold.server.app:app_from_env",
@@ -105,6 +108,8 @@ def serve(
             log_level=log_level,
             access_log=False,  # our access log has no query strings (they can hold prompts)
             proxy_headers=False,
+            http=ServiceProtocol,  # headers deadline, TCP_NODELAY (see server/protocol.py)
+            limit_concurrency=config.limits.max_connections,
         )
     finally:
         if metrics_dir is not None:

@@ -23,6 +23,7 @@ from ..errors import ContextFoldError
 from ..stores import default_db_path
 from .catalog import open_catalog
 from .config import ServerConfig
+from .guards import BodyDeadlineMiddleware, KeyGate
 from .limits import BodyLimitMiddleware, RateLimiter
 from .metrics import Metrics, MetricsMiddleware
 from .problems import PROBLEM_MEDIA_TYPE, ProblemError, problem_for_library_error
@@ -84,10 +85,19 @@ def create_app(config: ServerConfig | None = None, store_url: str | None = None)
     app.state.contextfold = state
     _install_error_handlers(app)
     _include_routers(app)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=config.limits.max_body_bytes)
-    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    _add_middleware(app, state)
     _tidy_openapi(app)
     return app
+
+
+def _add_middleware(app: FastAPI, state: ServerState) -> None:
+    """Outermost first: metrics and the access log see every answer; the key is checked
+    (and the rate charged) before the body limits and before any body is read."""
+    limits = state.config.limits
+    app.add_middleware(BodyDeadlineMiddleware, seconds=limits.body_timeout_seconds)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=limits.max_body_bytes)
+    app.add_middleware(KeyGate, state=state, dev=bool(app.state.contextfold_dev))
+    app.add_middleware(MetricsMiddleware, metrics=state.metrics)
 
 
 def _include_routers(app: FastAPI) -> None:

@@ -66,6 +66,13 @@ class KeyResolver:
         self.max_entries = max_entries
         self._cache: dict[str, tuple[float, Tenant | None]] = {}
 
+    def cached(self, key: str) -> Tenant | None:
+        """The tenant of ``key`` if the cache knows it as valid now (no lookup)."""
+        if not _KEY.match(key):
+            return None
+        hit = self._cache.get(hash_key(key))
+        return hit[1] if hit is not None and hit[0] > time.monotonic() else None
+
     async def resolve(self, key: str) -> Tenant | None:
         """The tenant of an unrevoked key, else None (malformed keys never reach the DB)."""
         if not _KEY.match(key):

@@ -20,30 +20,41 @@ __all__ = ["BodyLimitMiddleware", "RateLimiter", "send_problem"]
 
 
 class RateLimiter:
-    """Token buckets keyed by key id; ``rate`` 0 disables the limit."""
+    """Token buckets keyed by key id (or client address: ``subject`` names it in the 429);
+    ``rate`` 0 disables the limit. A request takes ``cost`` tokens (at most ``burst``, so
+    the largest request fits a full bucket)."""
 
-    def __init__(self, rate: float, burst: int) -> None:
+    def __init__(self, rate: float, burst: int, *, subject: str = "this key") -> None:
         self.rate = rate
         self.burst = float(burst)
+        self.subject = subject
         self._buckets: dict[str, tuple[float, float]] = {}
 
-    def check(self, key_id: str) -> None:
-        """Take one token for ``key_id`` or raise 429 ``rate_limited``."""
+    def _tokens(self, key_id: str, now: float) -> float:
+        tokens, last = self._buckets.get(key_id, (self.burst, now))
+        return min(self.burst, tokens + (now - last) * self.rate)
+
+    def exhausted(self, key_id: str) -> bool:
+        """True when ``key_id`` could not take one token now (nothing is taken)."""
+        return self.rate > 0 and self._tokens(key_id, time.monotonic()) < 1.0
+
+    def check(self, key_id: str, cost: float = 1.0) -> None:
+        """Take ``cost`` tokens for ``key_id`` or raise 429 ``rate_limited``."""
         if self.rate <= 0:
             return
+        cost = min(max(cost, 1.0), self.burst)
         now = time.monotonic()
-        tokens, last = self._buckets.get(key_id, (self.burst, now))
-        tokens = min(self.burst, tokens + (now - last) * self.rate)
-        if tokens < 1.0:
+        tokens = self._tokens(key_id, now)
+        if tokens < cost:
             self._buckets[key_id] = (tokens, now)
-            wait = max(1, math.ceil((1.0 - tokens) / self.rate))
+            wait = max(1, math.ceil((cost - tokens) / self.rate))
             raise ProblemError(
                 429,
                 "rate_limited",
-                f"over {self.rate:g} requests per second for this key; retry in {wait} s",
+                f"over {self.rate:g} requests per second for {self.subject}; retry in {wait} s",
                 headers={"Retry-After": str(wait)},
             )
-        self._buckets[key_id] = (tokens - 1.0, now)
+        self._buckets[key_id] = (tokens - cost, now)
         if len(self._buckets) > 100_000:
             self._buckets.clear()
 
