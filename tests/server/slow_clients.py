@@ -3,6 +3,7 @@ server process: its RSS and its open sockets (read from /proc; Linux only)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import socket
@@ -57,10 +58,8 @@ def process_tree(pid: int) -> list[int]:
         p = todo.pop()
         out.append(p)
         for task in Path(f"/proc/{p}/task").glob("*"):
-            try:
+            with contextlib.suppress(OSError):
                 todo += [int(c) for c in (task / "children").read_text().split()]
-            except OSError:
-                pass
     return out
 
 

@@ -4,10 +4,13 @@ limited per client address) and a deadline for receiving the body.
 :class:`KeyGate` answers every ``/v1`` request without a valid key with 401 before one
 byte of its body is read, so a stalled or malformed upload without a key costs nothing,
 and a client address that keeps failing (no key, a wrong or revoked one) is answered 429
-``rate_limited`` from then on without a key lookup — a keyless flood stays cheap and does
-not touch the keyed tenants' rate or the key cache. A request with a valid key is charged
+``rate_limited`` from then on, a second later and without a key lookup — a keyless flood
+stays cheap, slows itself down, and does not touch the keyed tenants' rate or the key
+cache. A request with a valid key is charged
 to the key's rate here, by its declared size (:func:`request_cost`), also before its body
-is read.
+is read. A tenant runs at most ``limits.heavy_requests_per_tenant`` requests with a body
+over ``limits.heavy_request_bytes`` at once; its next large ones wait their turn, so one
+tenant's large appends cannot fill the process with work while small requests wait.
 
 :class:`BodyDeadlineMiddleware` gives the whole body ``limits.body_timeout_seconds`` from
 the end of the headers; a slower body is answered 408 and its connection closed. (The
@@ -20,7 +23,9 @@ not wait for the rest of a body it will not use.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -28,7 +33,17 @@ from .limits import RateLimiter, send_problem
 from .problems import ProblemError
 from .tenancy import ServerState
 
-__all__ = ["BodyDeadlineMiddleware", "KeyGate", "declared_length", "request_cost"]
+__all__ = [
+    "BodyDeadlineMiddleware",
+    "HeavyTurns",
+    "KeyGate",
+    "charge_messages",
+    "declared_length",
+    "request_cost",
+]
+
+#: Seconds before an address over its failed key checks gets its 429.
+BLOCKED_PAUSE = 1.0
 
 _UNAUTHORIZED = (
     "send a valid API key in the Authorization header as Bearer KEY "
@@ -55,6 +70,36 @@ def request_cost(body_bytes: int, bytes_per_unit: int) -> float:
     return float(1 + -(-(body_bytes - bytes_per_unit) // bytes_per_unit))
 
 
+def charge_messages(state: ServerState, key_id: str, messages: int) -> None:
+    """Charge an append's messages to its key (1 token per ``cost_messages_per_token``
+    started beyond the first ones; the request itself was charged by :class:`KeyGate`)."""
+    extra = messages // state.config.limits.cost_messages_per_token
+    if extra:
+        state.limiter.check(key_id, cost=float(extra))
+
+
+class HeavyTurns:
+    """Per-tenant turns for large requests: at most ``per_tenant`` at once each."""
+
+    def __init__(self, per_tenant: int) -> None:
+        self.per_tenant = per_tenant
+        self._running: dict[str, tuple[asyncio.Semaphore, int]] = {}
+
+    @contextlib.asynccontextmanager
+    async def turn(self, tenant: str) -> AsyncIterator[None]:
+        semaphore, users = self._running.get(tenant, (asyncio.Semaphore(self.per_tenant), 0))
+        self._running[tenant] = (semaphore, users + 1)
+        try:
+            async with semaphore:
+                yield
+        finally:
+            semaphore, users = self._running[tenant]
+            if users <= 1:
+                del self._running[tenant]
+            else:
+                self._running[tenant] = (semaphore, users - 1)
+
+
 def _client_address(scope: Scope) -> str:
     client = scope.get("client")
     return str(client[0]) if client else "-"
@@ -78,6 +123,7 @@ class KeyGate:
         self.failures = RateLimiter(
             limits.failed_auth_per_second, limits.failed_auth_burst, subject="this address"
         )
+        self.heavy = HeavyTurns(limits.heavy_requests_per_tenant)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
@@ -90,12 +136,15 @@ class KeyGate:
             return
         address = _client_address(scope)
         if self.failures.exhausted(address):
-            # over its failed attempts: only a key already known good gets through
-            tenant = self.state.keys.cached(key) if key else None
+            # over its failed attempts: only keys valid before are looked up
+            tenant = await self.state.keys.resolve(key, known_only=True) if key else None
             if tenant is None:
                 try:
                     self.failures.check(address)
                 except ProblemError as over:
+                    # answered after a pause: a client that floods one request after
+                    # another slows itself down, not the server (no work while it waits)
+                    await asyncio.sleep(BLOCKED_PAUSE)
                     await _reject(send, scope, over)
                     return
         else:
@@ -112,16 +161,20 @@ class KeyGate:
             await _reject(send, scope, problem)
             return
         limits = self.state.config.limits
+        size = declared_length(scope)
         try:
             self.state.limiter.check(
-                tenant.key_id,
-                cost=request_cost(declared_length(scope), limits.cost_bytes_per_token),
+                tenant.key_id, cost=request_cost(size, limits.cost_bytes_per_token)
             )
         except ProblemError as over:
             await _reject(send, scope, over)
             return
         scope.setdefault("state", {})["tenant"] = tenant
-        await self.app(scope, receive, send)
+        if size <= limits.heavy_request_bytes:
+            await self.app(scope, receive, send)
+            return
+        async with self.heavy.turn(tenant.name):
+            await self.app(scope, receive, send)
 
 
 def _bearer(scope: Scope) -> str | None:
