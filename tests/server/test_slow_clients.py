@@ -32,7 +32,7 @@ def enough_descriptors() -> None:
 def quick_timeouts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     served = start_server(tmp_path_factory.mktemp("slow"), config={"limits": {
         "requests_per_second": 0, "header_timeout_seconds": 1, "body_timeout_seconds": 2,
-        "max_connections": 400}})
+        "max_connections": 400, "heavy_request_bytes": 4_000_000}})
     yield served
     served.stop()
 
