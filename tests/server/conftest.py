@@ -80,15 +80,15 @@ class Served:
 
 def start_server(
     tmp: Path, *, store: str | None = None, config: dict[str, Any] | None = None,
-    workers: int = 1,
+    workers: int = 1, extra_args: tuple[str, ...] = (), extra_env: dict[str, str] | None = None,
 ) -> Served:
     home = tmp / "home"
     home.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "CONTEXTFOLD_HOME": str(home)}
+    env = {**os.environ, "CONTEXTFOLD_HOME": str(home), **(extra_env or {})}
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     store = store or f"sqlite:///{home / 'contextfold.db'}"
     args = ["serve", "--port", str(port := free_port()), "--db", store,
-            "--workers", str(workers), "--log-level", "info"]
+            "--workers", str(workers), "--log-level", "info", *extra_args]
     # These tests read each fold in the append's answer, so they fold inline unless they
     # say otherwise; the default (background fold workers) is tested in test_fold_workers.
     config = {"fold": "inline", **(config or {})}

@@ -914,7 +914,7 @@ export interface components {
              * Code
              * @enum {string}
              */
-            code: "malformed_json" | "unauthorized" | "not_found" | "method_not_allowed" | "fold_conflict" | "payload_too_large" | "too_many_messages" | "validation_error" | "config_error" | "rate_limited" | "storage_unavailable" | "internal_error";
+            code: "malformed_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "fold_conflict" | "payload_too_large" | "too_many_messages" | "validation_error" | "config_error" | "rate_limited" | "storage_unavailable" | "internal_error";
             /**
              * Detail
              * @default

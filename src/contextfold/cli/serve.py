@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -84,8 +85,10 @@ def serve(
         os.environ["CONTEXTFOLD_SERVER_CONFIG"] = str(config_path.resolve())
     else:
         os.environ.pop("CONTEXTFOLD_SERVER_CONFIG", None)
+    metrics_dir = None  # made for this run, removed when it ends
     if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="contextfold-metrics-")
+        metrics_dir = tempfile.mkdtemp(prefix="contextfold-metrics-")
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
     logging.basicConfig(
         level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
@@ -95,6 +98,9 @@ def serve(
         f" fold={config.fold} fold_workers={folders}[/]"
     )
     supervisor = _fold_supervisor(url, config_path, folders, log_level)
+    from ..server.protocol import HEADER_TIMEOUT_ENV, ServiceProtocol
+
+    os.environ[HEADER_TIMEOUT_ENV] = str(config.limits.header_timeout_seconds)
     try:
         uvicorn.run(
             "contextfold.server.app:app_from_env",
@@ -105,10 +111,15 @@ def serve(
             log_level=log_level,
             access_log=False,  # our access log has no query strings (they can hold prompts)
             proxy_headers=False,
+            http=ServiceProtocol,  # headers deadline, TCP_NODELAY (see server/protocol.py)
+            limit_concurrency=config.limits.max_connections,
         )
     finally:
         if supervisor is not None:
             supervisor.stop()
+        if metrics_dir is not None:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+            os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
 
 
 def _fold_supervisor(

@@ -23,6 +23,7 @@ from ..errors import ContextFoldError
 from ..stores import default_db_path
 from .catalog import open_catalog
 from .config import ServerConfig
+from .guards import BodyDeadlineMiddleware, KeyGate
 from .limits import BodyLimitMiddleware, RateLimiter
 from .metrics import Metrics, MetricsMiddleware
 from .problems import PROBLEM_MEDIA_TYPE, ProblemError, problem_for_library_error
@@ -95,10 +96,20 @@ def create_app(config: ServerConfig | None = None, store_url: str | None = None)
     app.state.contextfold = state
     _install_error_handlers(app)
     _include_routers(app)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=config.limits.max_body_bytes)
-    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    _add_middleware(app, state)
     _tidy_openapi(app)
     return app
+
+
+def _add_middleware(app: FastAPI, state: ServerState) -> None:
+    """Outermost last: metrics and the access log see every answer; the body's deadline
+    runs from the end of the headers (a wait for a heavy turn counts); the key is checked
+    (and the rate charged) before the body limit and before any body is read."""
+    limits = state.config.limits
+    app.add_middleware(BodyLimitMiddleware, max_bytes=limits.max_body_bytes)
+    app.add_middleware(KeyGate, state=state, dev=bool(app.state.contextfold_dev))
+    app.add_middleware(BodyDeadlineMiddleware, seconds=limits.body_timeout_seconds)
+    app.add_middleware(MetricsMiddleware, metrics=state.metrics)
 
 
 def _include_routers(app: FastAPI) -> None:
@@ -225,8 +236,13 @@ def app_from_env() -> FastAPI:
     """The app ``contextfold serve`` runs in each worker process: store and config from
     ``CONTEXTFOLD_SERVER_STORE`` / ``CONTEXTFOLD_SERVER_CONFIG``."""
     import os
+    import sys
 
     from .config import load_config
 
+    # A fold running in a worker thread holds the interpreter lock for up to the switch
+    # interval each time the event loop wants it back (after every socket read or write):
+    # at the default 5 ms a small request took ~30 ms next to a large append's fold.
+    sys.setswitchinterval(0.0005)
     config = load_config(os.environ.get("CONTEXTFOLD_SERVER_CONFIG"))
     return create_app(config, os.environ.get("CONTEXTFOLD_SERVER_STORE"))

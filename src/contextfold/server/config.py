@@ -24,6 +24,15 @@
       burst: 100                # requests a key may make at once before the rate applies
       rate_limit_scope: store   # store: one limit per key across every server process on
                                 # the database; process: per key and server process
+      cost_bytes_per_token: 65536   # a request takes 1 token per started 64 KiB of body
+      cost_messages_per_token: 20   # an append takes 1 more token per 20 messages
+      heavy_requests_per_tenant: 1  # requests with a body over heavy_request_bytes a
+      heavy_request_bytes: 262144   # tenant runs at once (the next ones wait their turn)
+      failed_auth_per_second: 10    # per client address: /v1 requests without a valid key
+      failed_auth_burst: 50         # (above it: 429 without looking the key up)
+      header_timeout_seconds: 10    # a connection's request headers must arrive within this
+      body_timeout_seconds: 30      # and the body within this after them (else 408)
+      max_connections: 1000         # per server process; more: 503 to new requests
     defaults:                   # per-session settings a session has until it PUTs its own
       policy: token_budget
       budget: 4000
@@ -57,6 +66,15 @@ class Limits(BaseModel):
     max_messages_per_request: int = Field(default=1000, ge=1)
     requests_per_second: float = Field(default=50.0, ge=0)
     burst: int = Field(default=100, ge=1)
+    cost_bytes_per_token: int = Field(default=65_536, ge=1024)
+    cost_messages_per_token: int = Field(default=20, ge=1)
+    heavy_requests_per_tenant: int = Field(default=1, ge=1)
+    heavy_request_bytes: int = Field(default=262_144, ge=1024)
+    failed_auth_per_second: float = Field(default=10.0, ge=0)
+    failed_auth_burst: int = Field(default=50, ge=1)
+    header_timeout_seconds: float = Field(default=10.0, gt=0, le=3600)
+    body_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)
+    max_connections: int = Field(default=1000, ge=1)
     rate_limit_scope: Literal["store", "process"] = "store"
 
 

@@ -58,8 +58,12 @@ async def get_state(request: Request) -> ServerState:  # async: no thread hop pe
 async def current_tenant(
     request: Request, state: Annotated[ServerState, Depends(get_state)]
 ) -> Tenant:
-    """The tenant of the request's ``Authorization: Bearer KEY``, rate-limited per key;
+    """The tenant of the request's ``Authorization: Bearer KEY`` (checked, and the key's
+    rate charged, by :class:`~contextfold.server.guards.KeyGate` before the body was read);
     401 ``unauthorized`` without a valid key."""
+    gated: Tenant | None = request.scope.get("state", {}).get("tenant")
+    if gated is not None:
+        return gated
     header = request.headers.get("authorization", "")
     scheme, _, key = header.partition(" ")
     tenant = None

@@ -65,12 +65,18 @@ class KeyResolver:
         self.ttl = ttl
         self.max_entries = max_entries
         self._cache: dict[str, tuple[float, Tenant | None]] = {}
+        self._known: set[str] = set()  # digests that resolved to a tenant
 
-    async def resolve(self, key: str) -> Tenant | None:
-        """The tenant of an unrevoked key, else None (malformed keys never reach the DB)."""
+    async def resolve(self, key: str, *, known_only: bool = False) -> Tenant | None:
+        """The tenant of an unrevoked key, else None (malformed keys never reach the DB).
+        ``known_only``: None without a lookup unless the key was valid before in this
+        process (a client address over its failed attempts still gets its real keys
+        checked — revocation included — but cannot make lookups of made-up ones)."""
         if not _KEY.match(key):
             return None
         digest = hash_key(key)
+        if known_only and digest not in self._known:
+            return None
         now = time.monotonic()
         hit = self._cache.get(digest)
         if hit is not None and hit[0] > now:
@@ -80,4 +86,8 @@ class KeyResolver:
         if len(self._cache) >= self.max_entries:
             self._cache.clear()
         self._cache[digest] = (now + self.ttl, tenant)
+        if tenant is not None:
+            if len(self._known) >= self.max_entries:
+                self._known.clear()
+            self._known.add(digest)
         return tenant

@@ -10,18 +10,28 @@ very policy and summarizer the server used when it marked the session due.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import OrderedDict
+from collections.abc import Coroutine
+from typing import Any
 
 from ..engine import AsyncMemory, FoldMode
 from ..stores import open_store
 from ..stores.base import Store
 from ..stores.rows import LedgerTotals
+from ..summarizers.base import SummaryRequest, SummaryResult
+from ..summarizers.extractive import ExtractiveSummarizer
 from .catalog import Catalog, SessionRow
 from .config import ServerConfig
 from .session_settings import SessionSettings, SettingsPatch
 
-__all__ = ["SessionMemories", "ledger_totals", "open_service_store"]
+__all__ = [
+    "SessionMemories",
+    "ThreadedExtractiveSummarizer",
+    "ledger_totals",
+    "open_service_store",
+]
 
 _MEMORY_CACHE = 256
 
@@ -51,6 +61,29 @@ async def ledger_totals(
     return [LedgerTotals.of(r) for r in rows]
 
 
+class ThreadedExtractiveSummarizer(ExtractiveSummarizer):
+    """The offline extractive summarizer, run in a worker thread. Its fold of a large
+    append (1,000 messages: about a second of CPU) ran on the event loop and every other
+    tenant's request waited for it; in a thread the loop keeps answering between the
+    interpreter's switches. Same summaries: it is the same code."""
+
+    runs_inline = False
+
+    async def summarize(self, request: SummaryRequest) -> SummaryResult:
+        return await asyncio.to_thread(_complete, super().summarize(request))
+
+
+def _complete(step: Coroutine[Any, Any, SummaryResult]) -> SummaryResult:
+    """The result of a coroutine that never suspends (the extractive summarizer's)."""
+    try:
+        step.send(None)
+    except StopIteration as done:
+        result: SummaryResult = done.value
+        return result
+    step.close()
+    raise RuntimeError("the extractive summarizer suspended")
+
+
 class SessionMemories:
     """AsyncMemory objects by effective settings, all sharing one store."""
 
@@ -69,7 +102,9 @@ class SessionMemories:
             return memory
         # background and deferred: appends mark sessions due, fold workers fold them
         fold: FoldMode = "inline" if self.config.fold == "inline" else "deferred"
-        memory = AsyncMemory(self.store, fold=fold, **settings.memory_options(self.config.model))
+        options = settings.memory_options(self.config.model)
+        options.setdefault("summarizer", ThreadedExtractiveSummarizer())
+        memory = AsyncMemory(self.store, fold=fold, **options)
         self._memories[settings] = memory
         if len(self._memories) > _MEMORY_CACHE:
             self._memories.popitem(last=False)

@@ -3,8 +3,10 @@
 Each app has its own registry. With several worker processes (``contextfold serve
 --workers N`` sets ``PROMETHEUS_MULTIPROC_DIR``) every process writes its samples to that
 directory and ``/metrics`` aggregates all of them, whichever process answers.
-Labels are route *templates* (``/v1/sessions/{session_id}/messages``), never raw paths, so
-session ids do not become label values.
+Every label has a fixed set of values, so no client can grow ``/metrics``: routes are
+*templates* (``/v1/sessions/{session_id}/messages``) or ``unmatched``, never raw paths;
+methods outside :data:`METHODS` count as ``other``; statuses are the ones the app answers.
+``/metrics`` renders in a worker thread, never on the event loop.
 """
 
 from __future__ import annotations
@@ -17,7 +19,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..outcomes import FoldOutcome
 
-__all__ = ["Metrics", "MetricsMiddleware"]
+__all__ = ["METHODS", "Metrics", "MetricsMiddleware", "method_label"]
+
+#: The HTTP methods counted by name; any other (a client may send made-up ones) is "other".
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
+def method_label(method: str) -> str:
+    """``method`` if it is one of :data:`METHODS`, else ``"other"``."""
+    return method if method in METHODS else "other"
 
 _access = logging.getLogger("contextfold.server.access")
 
@@ -106,7 +116,7 @@ class MetricsMiddleware:
         finally:
             elapsed = time.perf_counter() - started
             route = getattr(scope.get("route"), "path", None) or "unmatched"
-            method = scope.get("method", "")
+            method = method_label(scope.get("method", ""))
             self.metrics.requests.labels(method, route, str(status)).inc()
             self.metrics.latency.labels(method, route).observe(elapsed)
             tenant = scope.get("state", {}).get("tenant")

@@ -10,14 +10,17 @@ code                   status  when
 malformed_json         400     the body is not JSON
 unauthorized           401     no ``Authorization: Bearer`` key, or an unknown/revoked one
 not_found              404     no such session for this tenant (or no such route)
-method_not_allowed     405     the route exists, the method does not
+method_not_allowed     405     the route exists, the method does not (``Allow`` lists those
+                               that are)
+request_timeout        408     the body did not arrive within ``limits.body_timeout_seconds``
 fold_conflict          409     ``ConflictError``: the session changed under the fold, or a
                                fold of it is already running
 payload_too_large      413     the body is over ``limits.max_body_bytes``
 too_many_messages      413     more messages than ``limits.max_messages_per_request``
 validation_error       422     ``ValidationError``: not a valid message / sequence
 config_error           422     ``ConfigError``: settings or parameters that cannot work
-rate_limited           429     over the key's request rate; ``Retry-After`` says when
+rate_limited           429     over the key's request rate (or the client address's failed
+                               key checks); ``Retry-After`` says when
 storage_unavailable    503     ``StorageError``: the store failed or is unreachable
 internal_error         500     a bug; the response carries no detail (logged by class)
 =====================  ======  ===============================================
@@ -49,6 +52,7 @@ ProblemCode = Literal[
     "unauthorized",
     "not_found",
     "method_not_allowed",
+    "request_timeout",
     "fold_conflict",
     "payload_too_large",
     "too_many_messages",
@@ -64,6 +68,7 @@ _TITLES: dict[str, str] = {
     "unauthorized": "Missing or unknown API key",
     "not_found": "Not found",
     "method_not_allowed": "Method not allowed",
+    "request_timeout": "Request body too slow",
     "fold_conflict": "Fold conflict",
     "payload_too_large": "Request body too large",
     "too_many_messages": "Too many messages in one request",

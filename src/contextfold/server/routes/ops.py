@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Response
+from starlette.concurrency import run_in_threadpool
 
 from ...errors import ContextFoldError
 from ..deps import PROBLEM_RESPONSES, get_state
@@ -49,5 +50,7 @@ async def readyz(state: State) -> Status:
     responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
 )
 async def metrics(state: State) -> Response:
-    body, content_type = state.metrics.render()
+    # In a thread: rendering (and, with several workers, reading every process's files)
+    # must not hold the event loop, whatever the size.
+    body, content_type = await run_in_threadpool(state.metrics.render)
     return Response(body, media_type=content_type)

@@ -17,6 +17,7 @@ from ...errors import ValidationError
 from ...outcomes import FoldOutcome, Usage
 from ..deps import PROBLEM_RESPONSES, current_tenant, get_state, tenant_session, writable_session
 from ..formats import ContextFormat, render
+from ..guards import charge_messages
 from ..keys import Tenant
 from ..memories import ledger_totals
 from ..problems import ProblemError
@@ -68,6 +69,7 @@ async def append_messages(body: AppendRequest, scoped: Writable, request: Reques
         )
     if not body.messages:
         raise ProblemError(422, "validation_error", "messages must not be empty")
+    await charge_messages(state, scoped.tenant.key_id, len(body.messages))
     raw = [m.to_library() for m in body.messages]
     memory = scoped.memory
     try:
