@@ -255,3 +255,25 @@ def test_restore_within_keeps_to_its_limit(values: Mapping[str, str], limit: int
         assert stored_tokens > 0
     for placeholder, value in values.items():
         assert placeholder in out or value in out
+
+
+def test_values_never_cost_the_summary_its_place() -> None:
+    redactor = Redactor(patterns={"CODE": r"\bZQ[a-j]+QZ\b"})
+    value = "ZQ" + "abcdefghij" * 30 + "QZ"
+    with Memory(MemoryStore(), summarizer=remote(), fold="manual", redactor=redactor,
+                tokenizer=COUNTER) as mem:
+        fold_some(mem, "s", f"use {value} later")
+        mem.add("s", Message(role="user", content="what next?"),
+                Message(role="assistant", content="the report, then the review"))
+        roomy = mem.context("s")
+        assert value in roomy.messages[0].text and roomy.omitted == 0
+        stored = mem.summary("s")
+        assert stored is not None
+        restored_tokens = count_message(COUNTER, roomy.messages[0])
+        fits_stored = roomy.tokens - restored_tokens + stored.tokens
+        tight = mem.context("s", max_tokens=fits_stored)
+        # restored, the summary would leave the newest messages too little room and be
+        # dropped: the stored one is shown instead
+        assert tight.omitted == 0 and tight.summary_included
+        assert "<CODE_1>" in tight.messages[0].text and value not in tight.messages[0].text
+        assert tight.tokens == count_messages(COUNTER, tight.messages) <= fits_stored
