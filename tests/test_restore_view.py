@@ -277,3 +277,22 @@ def test_values_never_cost_the_summary_its_place() -> None:
         assert tight.omitted == 0 and tight.summary_included
         assert "<CODE_1>" in tight.messages[0].text and value not in tight.messages[0].text
         assert tight.tokens == count_messages(COUNTER, tight.messages) <= fits_stored
+
+
+def test_on_postgres_a_second_memory_restores_and_delete_removes_the_values(
+    pg_database: str,
+) -> None:
+    from contextfold.stores.postgres import PostgresStore
+
+    with Memory(PostgresStore(pg_database, pool_size=1), summarizer=remote(),
+                fold="manual") as mem:
+        fold_some(mem, "s", f"mail {EMAIL} and call {PHONE}")
+        assert mem.summary("s").text == "mail <EMAIL_1> and call <PHONE_1> noted"  # type: ignore[union-attr]
+    with Memory(PostgresStore(pg_database, pool_size=1), summarizer=remote(),
+                fold="manual") as again:
+        shown = summary_shown(again, "s")
+        assert EMAIL in shown and PHONE in shown
+        assert again.delete("s")
+    with Memory(PostgresStore(pg_database, pool_size=1), fold="manual",
+                reversible=True) as third:
+        assert third.restore("s", "<EMAIL_1> <PHONE_1>") == "<EMAIL_1> <PHONE_1>"  # gone
