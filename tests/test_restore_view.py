@@ -255,3 +255,44 @@ def test_restore_within_keeps_to_its_limit(values: Mapping[str, str], limit: int
         assert stored_tokens > 0
     for placeholder, value in values.items():
         assert placeholder in out or value in out
+
+
+def test_values_never_cost_the_summary_its_place() -> None:
+    redactor = Redactor(patterns={"CODE": r"\bZQ[a-j]+QZ\b"})
+    value = "ZQ" + "abcdefghij" * 30 + "QZ"
+    with Memory(MemoryStore(), summarizer=remote(), fold="manual", redactor=redactor,
+                tokenizer=COUNTER) as mem:
+        fold_some(mem, "s", f"use {value} later")
+        mem.add("s", Message(role="user", content="what next?"),
+                Message(role="assistant", content="the report, then the review"))
+        roomy = mem.context("s")
+        assert value in roomy.messages[0].text and roomy.omitted == 0
+        stored = mem.summary("s")
+        assert stored is not None
+        restored_tokens = count_message(COUNTER, roomy.messages[0])
+        fits_stored = roomy.tokens - restored_tokens + stored.tokens
+        tight = mem.context("s", max_tokens=fits_stored)
+        # restored, the summary would leave the newest messages too little room and be
+        # dropped: the stored one is shown instead
+        assert tight.omitted == 0 and tight.summary_included
+        assert "<CODE_1>" in tight.messages[0].text and value not in tight.messages[0].text
+        assert tight.tokens == count_messages(COUNTER, tight.messages) <= fits_stored
+
+
+def test_on_postgres_a_second_memory_restores_and_delete_removes_the_values(
+    pg_database: str,
+) -> None:
+    from contextfold.stores.postgres import PostgresStore
+
+    with Memory(PostgresStore(pg_database, pool_size=1), summarizer=remote(),
+                fold="manual") as mem:
+        fold_some(mem, "s", f"mail {EMAIL} and call {PHONE}")
+        assert mem.summary("s").text == "mail <EMAIL_1> and call <PHONE_1> noted"  # type: ignore[union-attr]
+    with Memory(PostgresStore(pg_database, pool_size=1), summarizer=remote(),
+                fold="manual") as again:
+        shown = summary_shown(again, "s")
+        assert EMAIL in shown and PHONE in shown
+        assert again.delete("s")
+    with Memory(PostgresStore(pg_database, pool_size=1), fold="manual",
+                reversible=True) as third:
+        assert third.restore("s", "<EMAIL_1> <PHONE_1>") == "<EMAIL_1> <PHONE_1>"  # gone

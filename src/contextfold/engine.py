@@ -33,6 +33,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
+from functools import partial
 from typing import Any, Literal, TypeVar
 
 from .batch import fold_in_waves
@@ -582,18 +583,15 @@ class AsyncMemory:
         store = self.store if self._setup_done else await self._ready()
         snap = await store.snapshot(sid)
         summary = snap.summary if snap else None
-        text, tokens = (summary.text, summary.tokens) if summary else (None, 0)
-        if summary is not None and self._restorer is not None:
-            text, tokens = await self._restorer.shown(sid, summary)
-        ctx = self._views.build(
+        build = partial(
+            self._views.build,
             sid,
             snap.live if snap else [],
-            summary_text=text,
-            summary_tokens=tokens,
             system=system if system is not None else self.system,
             budget=budget,
             reserved_tokens=self._tool_tokens(self.tools if tools is None else tools),
         )
+        ctx = await self._summary_view(sid, summary, build)
         if summary is not None:
             ctx = replace(ctx, summary=summary)
         if snap is None or not snap.stats.through_seq or (
@@ -603,6 +601,17 @@ class AsyncMemory:
             store, sid, ctx, snap.live, options=self.recall or Recall(), counter=self.counter,
             query=query, agent=self.masking is not None,
             summary_text=summary.text if summary else None)
+
+    async def _summary_view(
+        self, sid: str, summary: Summary | None, build: Callable[..., Context]
+    ) -> Context:
+        """``build(summary_text=…, summary_tokens=…)`` with the summary as the context shows
+        it: restored (:mod:`contextfold.privacy.restore_view`) or as stored."""
+        if summary is None:
+            return build(summary_text=None, summary_tokens=0)
+        if self._restorer is not None:
+            return await self._restorer.context(sid, summary, build)
+        return build(summary_text=summary.text, summary_tokens=summary.tokens)
 
     def _tool_tokens(self, tools: Sequence[Mapping[str, Any]] | None) -> int:
         """What ``tools`` cost, counted once per tools object (not on every turn)."""
