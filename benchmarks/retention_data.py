@@ -50,6 +50,7 @@ class Conversation:
     messages: list[Message]
     answers: list[str]
     dates: list[str] = field(default_factory=list)
+    questions: list[str] = field(default_factory=list)  # one per answer
 
 
 def load(path: Path) -> list[Conversation]:
@@ -76,8 +77,10 @@ def load(path: Path) -> list[Conversation]:
                     Message(role=role, name=turn["speaker"], content=text, timestamp=stamp)
                 )
             i += 1
-        answers = [str(q["answer"]) for q in sample["qa"] if q.get("category") in CATEGORIES]
-        out.append(Conversation(sample["sample_id"], messages, answers, dates))
+        qa = [q for q in sample["qa"] if q.get("category") in CATEGORIES]
+        answers = [str(q["answer"]) for q in qa]
+        questions = [str(q["question"]) for q in qa]
+        out.append(Conversation(sample["sample_id"], messages, answers, dates, questions))
     return out
 
 

@@ -100,7 +100,8 @@ class Context:
     conversation did not fit whole; ``truncated`` is true when any was. ``masked`` older
     tool results are shown as stand-ins (observation masking). ``bridged`` is true when a
     :data:`BRIDGE_TEXT` user turn was put before a verbatim part that opened with the
-    assistant after earlier turns were folded or omitted.
+    assistant after earlier turns were folded or omitted. ``recalled`` lists the seqs of
+    folded messages shown in the recalled block (:mod:`contextfold.recall`).
     """
 
     messages: tuple[Message, ...]
@@ -114,6 +115,7 @@ class Context:
     bridged: bool = False
     elided: tuple[int, ...] = ()
     masked: int = 0
+    recalled: tuple[int, ...] = ()
 
     def to_openai(self) -> list[dict[str, Any]]:
         """Provider-ready OpenAI chat-completions dicts."""

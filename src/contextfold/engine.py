@@ -57,6 +57,7 @@ from .outcomes import (
 )
 from .policy import FoldPlan, Policy, SessionStats, TokenBudget, evolve, safe_cuts
 from .privacy import Redactor
+from .recall import Recall, recall_into
 from .privacy.guard import PrivacyGuard
 from .search_terms import search_terms
 from .stores import open_store
@@ -134,6 +135,10 @@ class AsyncMemory:
     is not enough (the ``agent`` preset, :class:`~contextfold.settings.AgentSettings`,
     turns it on).
     ``locales`` picks the national detectors of the default redactor (``["tr", "de"]``).
+    ``recall`` (a :class:`~contextfold.recall.Recall`, or ``True`` for the defaults): the
+    context brings back exact folded turns that match the newest user message (or the
+    ``query`` given to :meth:`context`) in a labelled block within a share of the budget;
+    a ``TokenBudget`` policy then folds at ``1 - share`` of its budget to leave it room.
     """
 
     def __init__(
@@ -158,6 +163,7 @@ class AsyncMemory:
         fold_lease_seconds: float = 60.0,
         masking: Masking | bool | None = None,
         locales: Sequence[str] | None = None,
+        recall: Recall | bool | None = None,
     ) -> None:
         if fold not in ("inline", "manual", "deferred"):
             raise ConfigError(f"fold must be 'inline', 'manual' or 'deferred', got {fold!r}")
@@ -168,6 +174,11 @@ class AsyncMemory:
         self.store: Store = open_store(store)
         self.counter = get_counter(tokenizer)
         self.policy: Policy = policy if policy is not None else TokenBudget(4000)
+        #: the context's default budget: the policy's, before recall takes its share
+        self.budget: int | None = getattr(self.policy, "max_tokens", None)
+        self.recall = Recall.coerce(recall)
+        if self.recall is not None:
+            self.policy = self.recall.fold_policy(self.policy)
         if summarizer is None:
             from .summarizers.extractive import ExtractiveSummarizer
 
@@ -478,11 +489,14 @@ class AsyncMemory:
         system: str | None = None,
         max_tokens: int | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
+        query: str | None = None,
     ) -> Context:
         """The provider-ready context, never over ``max_tokens`` (default: the policy's
-        budget when it has one). ``system``/``tools`` default to the Memory's."""
+        budget when it has one). ``system``/``tools`` default to the Memory's. ``query``:
+        recall folded turns matching it (with ``recall`` on and no query, the newest user
+        message is the query; see :mod:`contextfold.recall`)."""
         sid = _check_session_id(session_id)
-        budget = max_tokens if max_tokens is not None else getattr(self.policy, "max_tokens", None)
+        budget = max_tokens if max_tokens is not None else self.budget
         if budget is not None and (
             isinstance(budget, bool) or not isinstance(budget, int) or budget < 1
         ):
@@ -490,7 +504,7 @@ class AsyncMemory:
         store = self.store if self._setup_done else await self._ready()
         snap = await store.snapshot(sid)
         summary = snap.summary if snap else None
-        return self._views.build(
+        ctx = self._views.build(
             sid,
             snap.live if snap else [],
             summary_text=summary.text if summary else None,
@@ -499,6 +513,13 @@ class AsyncMemory:
             budget=budget,
             reserved_tokens=self._tool_tokens(self.tools if tools is None else tools),
         )
+        if snap is None or not snap.stats.through_seq or (
+                self.recall is None and query is None):
+            return ctx  # nothing folded, or recall off: the plain context
+        return await recall_into(
+            store, sid, ctx, snap.live, options=self.recall or Recall(), counter=self.counter,
+            query=query, agent=self.masking is not None,
+            summary_text=summary.text if summary else None)
 
     def _tool_tokens(self, tools: Sequence[Mapping[str, Any]] | None) -> int:
         """What ``tools`` cost, counted once per tools object (not on every turn)."""

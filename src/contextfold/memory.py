@@ -96,10 +96,10 @@ class Memory:
         system: str | None = None,
         max_tokens: int | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
+        query: str | None = None,
     ) -> Context:
-        return self._run(
-            self._async.context(session_id, system=system, max_tokens=max_tokens, tools=tools)
-        )
+        return self._run(self._async.context(
+            session_id, system=system, max_tokens=max_tokens, tools=tools, query=query))
 
     def summary(self, session_id: str) -> Summary | None:
         return self._run(self._async.summary(session_id))

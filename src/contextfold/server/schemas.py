@@ -182,6 +182,11 @@ class ContextRequest(BaseModel):
     max_tokens: int | None = Field(
         default=None, ge=64, le=2_000_000, description="Budget (default: the session's)"
     )
+    query: str | None = Field(
+        default=None, min_length=1, max_length=4000,
+        description="Recall folded turns matching this text into the context (with the "
+        "session's recall on and no query: the newest user message)",
+    )
 
 
 class ContextResponse(BaseModel):
@@ -209,6 +214,11 @@ class ContextResponse(BaseModel):
         "name, key facts and the stored seq; each stand-in is the same on every call"
     )
     bridged: bool = Field(description="A one-line user turn was put before an assistant-first view")
+    recalled: list[int] = Field(
+        default_factory=list,
+        description="Seqs of folded messages shown in the recalled block (a labelled user "
+        "turn just before the newest user message; empty: no block)",
+    )
     summary: SummaryOut | None
 
 

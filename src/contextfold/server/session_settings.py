@@ -14,6 +14,9 @@ what ``PUT /v1/sessions/{id}/settings`` stored for it. They become the options o
 * ``preset`` (``conversation``/``agent``/``character``), ``task_context`` and ``character``
   shape the summaries of an LLM summarizer (the server's ``model``). The offline extractive
   summarizer has no presets; they are stored and apply once a model is configured.
+* ``recall`` — recall (:class:`~contextfold.recall.Recall`, its defaults): the context
+  brings back folded turns that match the newest user message (or the ``query`` of
+  ``…/context``) in a labelled block within a share of the budget.
 * ``masking`` — observation masking (:class:`~contextfold.masking.Masking`): an object of
   its options turns it on (``true``: the defaults), ``null`` or ``false`` turns it off, and
   left out it follows the preset: on for ``agent`` (as the library's agent settings), off
@@ -171,6 +174,11 @@ class SettingsPatch(BaseModel):
     masking: MaskingOption = Field(
         default=None, description=_MASKING_DESCRIPTION, json_schema_extra=_also_a_switch
     )
+    recall: bool | None = Field(
+        default=None,
+        description="Recall: the context brings back folded turns matching the newest user "
+        "message (or the context request's query) in a labelled block",
+    )
 
     def stored(self) -> dict[str, Any]:
         """The fields the client set (an explicit ``masking: null`` included: it turns
@@ -204,6 +212,7 @@ class SessionSettings(BaseModel):
     masking: MaskingOption = Field(
         default=None, description="Observation masking's options (null: off)"
     )
+    recall: bool = Field(default=False, description="Recall of folded turns (see the patch)")
 
     @model_validator(mode="after")
     def _preset_masks(self) -> SessionSettings:
@@ -245,10 +254,11 @@ class SessionSettings(BaseModel):
 
     def memory_options(self, model: str | None) -> dict[str, Any]:
         """Keyword arguments for ``AsyncMemory`` (policy, summarizer, summary cap,
-        masking)."""
+        masking, recall)."""
         options: dict[str, Any] = {
             "policy": self.policy_object(),
             "masking": self.masking.masking() if self.masking is not None else None,
+            "recall": self.recall,
         }
         if self.summary_max_tokens is not None:
             options["summary_max_tokens"] = self.summary_max_tokens

@@ -126,9 +126,15 @@ async def get_context(
     max_tokens: Annotated[
         int | None, Query(ge=64, le=2_000_000, description="Budget (default: the session's)")
     ] = None,
+    query: Annotated[
+        str | None,
+        Query(min_length=1, max_length=1000,
+              description="Recall folded turns matching this text (longer: POST …/context)"),
+    ] = None,
 ) -> ContextResponse:
     return await _context(
-        scoped, ContextRequest(system=system, format=format, max_tokens=max_tokens)
+        scoped,
+        ContextRequest(system=system, format=format, max_tokens=max_tokens, query=query),
     )
 
 
@@ -147,6 +153,7 @@ async def _context(scoped: ScopedSession, request: ContextRequest) -> ContextRes
         scoped.store_id,
         system=request.system,
         max_tokens=request.max_tokens or scoped.settings.budget,
+        query=request.query,
     )
     summary = await memory.summary(scoped.store_id)
     system_text, messages = render(context.messages, request.format)
@@ -164,6 +171,7 @@ async def _context(scoped: ScopedSession, request: ContextRequest) -> ContextRes
         elided=list(context.elided),
         masked=context.masked,
         bridged=context.bridged,
+        recalled=list(context.recalled),
         summary=SummaryOut.of(summary),
     )
 

@@ -1,0 +1,156 @@
+"""Recall in the context: ``Memory(recall=…)`` and ``context(query=…)`` (contextfold.recall).
+
+Every test runs on the three stores with their own search engines (SQLite FTS5,
+PostgreSQL full-text search, the memory store's in-process index)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from contextfold import Memory, Message
+from contextfold.context import Context
+from contextfold.errors import ConfigError
+from contextfold.messages import StoredMessage, ToolCall
+from contextfold.policy import TokenBudget
+from contextfold.recall import RECALL_HEADER, Recall, asks_about_past, implicit_query
+from contextfold.tokens import REPLY_PRIMING_TOKENS, count_message, get_counter
+
+START = datetime(2023, 5, 7, 13, 56, tzinfo=timezone.utc)
+FILLER = [
+    "I spent the afternoon repainting the fence in the back yard.",
+    "Sounds tiring! Did the weather hold up for you?",
+    "Mostly, a bit of drizzle near the end but nothing serious.",
+    "We should grab coffee next week and catch up properly.",
+]
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+              ) -> Iterator[str]:
+    if request.param == "memory":
+        yield "memory://"
+    elif request.param == "sqlite":
+        yield f"sqlite:///{tmp_path_factory.mktemp('recall') / 'r.db'}"
+    else:
+        yield request.getfixturevalue("pg_database")
+
+
+@pytest.fixture
+def sid() -> str:
+    """A session id of its own per test (the PostgreSQL database is shared by the module)."""
+    return f"s-{uuid.uuid4().hex[:12]}"
+
+
+def chat(n_filler: int = 60) -> list[Message]:
+    """A planted fact on the first day, then ``n_filler`` turns of filler on later days."""
+    out = [
+        Message(role="user", name="Caroline", content="Oh guess what, I adopted a greyhound "
+                "called Biscuit from the shelter in Portland lol!", timestamp=START),
+        Message(role="assistant", name="Melanie", content="No way, that is wonderful news. "
+                "How old is Biscuit?", timestamp=START),
+        Message(role="user", name="Caroline", content="She is four, very calm.",
+                timestamp=START),
+    ]
+    for i in range(n_filler):
+        out.append(Message(role="user" if i % 2 == 0 else "assistant",
+                           name="Caroline" if i % 2 == 0 else "Melanie",
+                           content=f"{FILLER[i % 4]} (day {i})",
+                           timestamp=START + timedelta(days=1 + i // 4)))
+    return out
+
+
+def recount(ctx: Context, reserved: int = 0) -> int:
+    counter = get_counter(None)
+    return REPLY_PRIMING_TOKENS + reserved + sum(count_message(counter, m) for m in ctx.messages)
+
+
+def test_options_are_checked() -> None:
+    for bad in ({"share": 0}, {"share": 1.5}, {"min_coverage": 2}, {"limit": 0},
+                {"neighbours": -1}, {"gate": "sometimes"}, {"share": True}):
+        with pytest.raises(ConfigError):
+            Recall(**bad)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError):
+        Memory("memory://", recall="yes")  # type: ignore[arg-type]
+    assert Recall.coerce(True) == Recall() and Recall.coerce(False) is None
+
+
+def test_fold_policy_leaves_the_share_free() -> None:
+    policy = Recall(share=0.25).fold_policy(TokenBudget(4000))
+    assert isinstance(policy, TokenBudget)
+    assert policy.max_tokens == 3000 and policy.target == 2550
+    assert policy.summary_max_tokens == 1800  # the default cap, of the smaller budget
+
+
+def test_the_gate_opens_for_questions_about_the_past() -> None:
+    for text in ("When did Caroline adopt the dog?", "what was the name of that shelter?",
+                 "Do you remember the book I mentioned?", "Where did we go last summer"):
+        assert asks_about_past(text), text
+    for text in ("Hey! Good to see you.", "I went hiking yesterday.", "How are you today?",
+                 "Thanks, that sounds great"):
+        assert not asks_about_past(text), text
+
+
+def test_implicit_query_is_the_newest_user_message_or_the_agent_ids() -> None:
+    live = [
+        StoredMessage(1, Message(role="user", content="book flight for order ORD-5521"), 5),
+        StoredMessage(2, Message(role="assistant", content="", tool_calls=(
+            ToolCall("c1", "get_order", '{"order_id": "ORD-5521"}'),)), 5),
+        StoredMessage(3, Message(role="tool", tool_call_id="c1",
+                                 content='{"status": "paid", "res": "RES9X2"}'), 5),
+    ]
+    assert implicit_query(live) == "book flight for order ORD-5521"
+    agent = implicit_query(live, agent=True)
+    assert agent is not None
+    assert "RES9X2" in agent and "get_order" in agent and "ORD-5521" in agent
+    assert implicit_query([]) is None
+
+
+def test_recalled_fact_comes_back_within_budget(store_url: str, sid: str) -> None:
+    budget = 600
+    with Memory(store_url, policy=TokenBudget(budget), recall=True) as mem:
+        mem.add(sid, *chat())
+        plain = mem.context(sid)
+        assert mem.stats(sid).through_seq > 3  # type: ignore[union-attr]
+        ctx = mem.context(sid, query="What is the name of the greyhound Caroline adopted?")
+        assert ctx.tokens <= budget and ctx.tokens == recount(ctx)
+        assert ctx.recalled and all(s <= 3 for s in ctx.recalled)
+        block = [m for m in ctx.messages if m.text.startswith(RECALL_HEADER)]
+        assert len(block) == 1 and block[0].role == "user"
+        assert "Biscuit" in block[0].text and "7 May 2023" in block[0].text
+        assert "Caroline: Oh guess what, I adopted a greyhound called Biscuit" in block[0].text
+        # the block sits just before the newest user message; before it: the plain prefix
+        at = ctx.messages.index(block[0])
+        assert ctx.messages[at + 1:] == plain.messages[at:]
+        assert ctx.messages[:at] == plain.messages[:at]
+        assert ctx.messages[at + 1].role == "user"
+
+
+def test_no_match_and_recall_off_give_the_plain_context(store_url: str, sid: str) -> None:
+    with Memory(store_url, policy=TokenBudget(600)) as mem:
+        mem.add(sid, *chat())
+        plain = mem.context(sid)
+        miss = mem.context(sid, query="quantum chromodynamics lecture")
+        assert miss == plain and miss.recalled == ()
+        hit = mem.context(sid, query="greyhound adopted Biscuit")
+        assert hit.recalled and hit.tokens <= 600
+
+
+def test_the_gate_keeps_ordinary_turns_plain(store_url: str, sid: str) -> None:
+    with Memory(store_url, policy=TokenBudget(600), recall=True) as mem:
+        mem.add(sid, *chat(), Message(role="user", content="I adopted a new plant today, "
+                                      "greyhound-grey leaves!"))
+        assert mem.context(sid).recalled == ()
+        mem.add(sid, Message(role="assistant", content="Nice."),
+                Message(role="user", content="Which greyhound did Caroline adopt?"))
+        assert mem.context(sid).recalled
+
+
+def test_live_messages_are_never_recalled(store_url: str, sid: str) -> None:
+    with Memory(store_url, policy=TokenBudget(100_000), recall=True) as mem:
+        mem.add(sid, *chat(4))
+        ctx = mem.context(sid, query="greyhound Biscuit adopted")
+        assert ctx.recalled == ()  # nothing folded: all of it is in the context already
