@@ -407,7 +407,7 @@ export interface components {
         ContextMessageOut: {
             /**
              * Kind
-             * @description system, summary, bridge or message
+             * @description system, summary, bridge, recalled (the block of folded turns recall brought back) or message
              */
             kind: string;
             /** Message */
@@ -707,6 +707,11 @@ export interface components {
             omitted: number;
             /** Omitted Seqs */
             omitted_seqs: number[] | null;
+            /**
+             * Recalled
+             * @description Seqs of folded messages shown in the recalled block
+             */
+            recalled?: number[];
             /** Session Id */
             session_id: string;
             /** Tokens */
