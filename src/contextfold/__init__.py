@@ -33,7 +33,8 @@ from .policy import (
     any_of,
 )
 from .stores import MemoryStore, Store, open_store
-from .stores.base import LedgerEntry, Summary
+from .search_terms import query_terms
+from .stores.base import LedgerEntry, SearchHit, Summary
 from .summarizers.base import Summarizer, SummaryRequest, SummaryResult
 from .tokens import ApproximateCounter, TiktokenCounter, TokenCounter, get_counter
 
@@ -62,6 +63,7 @@ __all__ = [
     "Policy",
     "ProviderError",
     "ReportedUsage",
+    "SearchHit",
     "SessionStats",
     "StorageError",
     "Store",
@@ -83,4 +85,5 @@ __all__ = [
     "any_of",
     "get_counter",
     "open_store",
+    "query_terms",
 ]

@@ -59,11 +59,13 @@ from .policy import FoldPlan, Policy, SessionStats, TokenBudget, evolve, safe_cu
 from .privacy import Redactor
 from .recall import Recall, recall_into
 from .privacy.guard import PrivacyGuard
+from .search_terms import search_terms
 from .stores import open_store
 from .stores.base import (
     Lease,
     LedgerEntry,
     PreparedMessage,
+    SearchHit,
     Snapshot,
     Store,
     Summary,
@@ -535,6 +537,23 @@ class AsyncMemory:
         return await (await self._ready()).messages(
             _check_session_id(session_id), include_folded=include_folded
         )
+
+    async def search(
+        self,
+        session_id: str,
+        query: str | Sequence[str],
+        *,
+        limit: int = 20,
+        folded: bool | None = None,
+    ) -> list[SearchHit]:
+        """Full-text search of the session's stored messages, best first. ``query``: text
+        (its words, stop words dropped: :func:`~contextfold.search_terms.search_terms`) or
+        the terms themselves; any of them matches. ``folded``: only folded (True) or live
+        (False) messages. What the store holds is what is found: redacted text where
+        messages are redacted, nothing that ``delete`` retention removed."""
+        terms = search_terms(query) if isinstance(query, str) else list(query)
+        store = await self._ready()
+        return await store.search(_check_session_id(session_id), terms, limit=limit, folded=folded)
 
     async def stats(self, session_id: str) -> SessionStats | None:
         return await (await self._ready()).stats(_check_session_id(session_id))

@@ -20,7 +20,7 @@ from .inline import LoopThread, run_inline
 from .messages import StoredMessage
 from .outcomes import AddResult, BatchResult, FoldOutcome, Usage
 from .policy import SessionStats
-from .stores.base import LedgerEntry, Store, Summary
+from .stores.base import LedgerEntry, SearchHit, Store, Summary
 
 __all__ = [
     "AddResult",
@@ -106,6 +106,16 @@ class Memory:
 
     def messages(self, session_id: str, *, include_folded: bool = True) -> list[StoredMessage]:
         return self._run(self._async.messages(session_id, include_folded=include_folded))
+
+    def search(
+        self,
+        session_id: str,
+        query: str | Sequence[str],
+        *,
+        limit: int = 20,
+        folded: bool | None = None,
+    ) -> list[SearchHit]:
+        return self._run(self._async.search(session_id, query, limit=limit, folded=folded))
 
     def stats(self, session_id: str) -> SessionStats | None:
         return self._run(self._async.stats(session_id))

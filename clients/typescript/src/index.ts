@@ -31,6 +31,8 @@ export type SettingsPatch = Omit<Schemas["SettingsPatch"], "masking"> & {
 };
 export type StoredMessage = Schemas["StoredMessageOut"];
 export type SessionsPage = Schemas["SessionsPage"];
+export type SearchResponse = Schemas["SearchResponse"];
+export type SearchHit = Schemas["SearchHitOut"];
 export type Problem = Schemas["Problem"];
 export type ProblemCode = Problem["code"];
 export type ContextFormat = ContextResponse["format"];
@@ -79,6 +81,13 @@ export interface ClientOptions {
   fetch?: typeof fetch;
   /** Per-request timeout in milliseconds (default 30 000). */
   timeoutMs?: number;
+}
+
+export interface SearchOptions {
+  /** Most hits (1 to 100, default 20). */
+  limit?: number;
+  /** Only folded (`true`) or only live (`false`) messages; left out, both. */
+  folded?: boolean;
 }
 
 export interface ContextOptions {
@@ -136,6 +145,15 @@ export class ContextFoldClient {
     const page = await this.messages(sessionId, { afterSeq: seq - 1, limit: 1 });
     const found = page.messages[0];
     return found !== undefined && found.seq === seq ? found : null;
+  }
+
+  /** Full-text search of the session's stored messages, best first: any of the words of `q`
+   * matches (stop words aside); each hit has its seq, role, timestamp, snippet and score. */
+  search(sessionId: string, q: string, options: SearchOptions = {}): Promise<SearchResponse> {
+    const query = new URLSearchParams({ q });
+    if (options.limit !== undefined) query.set("limit", String(options.limit));
+    if (options.folded !== undefined) query.set("folded", String(options.folded));
+    return this.request("GET", this.session(sessionId, "/search", query));
   }
 
   ledger(sessionId: string, limit?: number): Promise<LedgerResponse> {

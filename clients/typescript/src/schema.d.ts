@@ -278,6 +278,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{session_id}/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Search the session's stored messages (full text, best first) */
+        get: operations["search_session"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{session_id}/settings": {
         parameters: {
             query?: never;
@@ -390,7 +407,7 @@ export interface components {
         ContextMessageOut: {
             /**
              * Kind
-             * @description system, summary, bridge or message
+             * @description system, summary, bridge, recalled (the block of folded turns recall brought back) or message
              */
             kind: string;
             /** Message */
@@ -690,6 +707,11 @@ export interface components {
             omitted: number;
             /** Omitted Seqs */
             omitted_seqs: number[] | null;
+            /**
+             * Recalled
+             * @description Seqs of folded messages shown in the recalled block
+             */
+            recalled?: number[];
             /** Session Id */
             session_id: string;
             /** Tokens */
@@ -923,6 +945,53 @@ export interface components {
              * @description URI naming the problem type: urn:contextfold:problem:CODE
              */
             type: string;
+        };
+        /** SearchHitOut */
+        SearchHitOut: {
+            /**
+             * Folded
+             * @description Folded into the summary (not in the live context)
+             */
+            folded: boolean;
+            /**
+             * Matched
+             * @description How many of the query's terms the message contains
+             */
+            matched: number;
+            /** Role */
+            role: string;
+            /**
+             * Score
+             * @description The database's relevance, higher is better; ranks this list only
+             */
+            score: number;
+            /** Seq */
+            seq: number;
+            /**
+             * Snippet
+             * @description Plain text around the first match (about 200 chars)
+             */
+            snippet: string;
+            /**
+             * Timestamp
+             * @description When the message was written
+             */
+            timestamp: string | null;
+        };
+        /** SearchResponse */
+        SearchResponse: {
+            /**
+             * Hits
+             * @description Best first
+             */
+            hits: components["schemas"]["SearchHitOut"][];
+            /** Session Id */
+            session_id: string;
+            /**
+             * Terms
+             * @description The words searched for (any of them matches)
+             */
+            terms: string[];
         };
         /** SeriesOut */
         SeriesOut: {
@@ -2621,6 +2690,99 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AppendResponse"];
+                };
+            };
+            /** @description Malformed JSON body (malformed_json) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked API key (unauthorized) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session for this tenant (not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body or batch over the limit (payload_too_large, too_many_messages) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid message, parameter or settings (validation_error, config_error) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Over the key's request rate; see Retry-After (rate_limited) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The store failed or is unreachable (storage_unavailable) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    search_session: {
+        parameters: {
+            query: {
+                /** @description What to look for */
+                q: string;
+                /** @description Most hits */
+                limit?: number;
+                /** @description Only folded (true) or only live (false) messages */
+                folded?: boolean | null;
+            };
+            header?: never;
+            path: {
+                /** @description The session's id (scoped to your tenant) */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchResponse"];
                 };
             };
             /** @description Malformed JSON body (malformed_json) */

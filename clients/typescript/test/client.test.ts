@@ -102,6 +102,28 @@ describe("the typed client against a live contextfold serve", () => {
       (e: unknown) => e instanceof ContextFoldError && e.code === "config_error");
   });
 
+  test("search finds stored messages, best first, and only the tenant's own", async () => {
+    const s = id("search");
+    await client.append(s, [
+      { role: "user", content: "I booked the ferry to Bodrum for the 14th" },
+      { role: "assistant", content: "Your ferry is confirmed." },
+      { role: "user", content: "My cat is called Pamuk" },
+    ]);
+    const found = await client.search(s, "When is the ferry to Bodrum?");
+    assert.deepEqual(found.terms, ["ferry", "bodrum"]);
+    assert.deepEqual(found.hits.map((h) => h.seq), [1, 2]);
+    assert.equal(found.hits[0]!.matched, 2);
+    assert.ok(found.hits[0]!.snippet.includes("Bodrum"));
+    assert.equal(found.hits[0]!.role, "user");
+    assert.equal((await client.search(s, "pamuk", { limit: 1, folded: false })).hits[0]!.seq, 3);
+    assert.deepEqual((await client.search(s, "pamuk", { folded: true })).hits, []);
+    await assert.rejects(client.search(s, "ferry", { limit: 0 }), (e: unknown) =>
+      e instanceof ContextFoldError && e.status === 422 && e.code === "validation_error");
+    const other = new ContextFoldClient({ baseUrl: served.url, apiKey: served.key("other") });
+    await assert.rejects(other.search(s, "ferry"), (e: unknown) =>
+      e instanceof ContextFoldError && e.status === 404);
+  });
+
   test("another tenant's session is a 404", async () => {
     const s = id("private");
     await client.append(s, [{ role: "user", content: "secret" }]);

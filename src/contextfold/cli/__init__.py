@@ -22,6 +22,7 @@ def cli() -> None:
       contextfold replay chat.jsonl --max-tokens 4000
       contextfold sessions                   what is stored
       contextfold show SESSION               its summary and live messages
+      contextfold search SESSION "ferry"     find old messages by their words
       contextfold stats                      fold ledger totals
       contextfold keys create --tenant demo  an API key for the HTTP service
       contextfold serve                      the HTTP service on 127.0.0.1:8765
@@ -29,9 +30,9 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from . import demo, inspect, replay, serve, worker
+    from . import demo, inspect, replay, search, serve, worker
 
-    for module in (demo, replay, inspect, worker, serve):
+    for module in (demo, replay, inspect, search, worker, serve):
         for command in module.COMMANDS:
             cli.add_command(command)
 

@@ -94,9 +94,10 @@ def _include_routers(app: FastAPI) -> None:
     """Every router of the service. Another front door (e.g. the inspector's ``/ui``) adds
     its ``app.include_router(...)`` line here."""
     from . import ui
-    from .routes import ops, sessions
+    from .routes import ops, search, sessions
 
     app.include_router(sessions.router)
+    app.include_router(search.router)
     app.include_router(ops.router)
     ui.install(app)  # the inspector: /ui/ and its /v1 read routes
 

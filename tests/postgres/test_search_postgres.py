@@ -1,0 +1,78 @@
+"""PostgreSQL search beyond the conformance suite: the migration indexes a database made
+before search existed, another text search configuration can be chosen, a bad one is a
+ConfigError, and odd input never reaches the server as an error."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timezone
+from typing import Any
+
+import psycopg
+import pytest
+
+from contextfold.errors import ConfigError
+from contextfold.messages import Message
+from contextfold.stores import postgres_schema
+from contextfold.stores.base import PreparedMessage
+from contextfold.stores.postgres import PostgresStore
+from contextfold.stores.rows import encode_message
+
+from .conftest import fresh_schema
+
+T0 = datetime(2026, 1, 2, tzinfo=timezone.utc)
+
+
+def _p(text: str) -> PreparedMessage:
+    return PreparedMessage(Message(role="user", content=text), 4)
+
+
+def test_migration_indexes_a_database_made_before_search(
+    pg_url: str, monkeypatch: Any
+) -> None:
+    schema = fresh_schema()
+
+    async def main() -> None:
+        monkeypatch.setattr(postgres_schema, "MIGRATIONS", postgres_schema.MIGRATIONS[:5])
+        old = PostgresStore(pg_url, schema=schema)
+        await old.setup()
+        await old.close()
+        monkeypatch.undo()
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(f"SET search_path = {schema}")
+            conn.execute("INSERT INTO sessions (session_id, last_seq, through_seq) "
+                         "VALUES ('s', 3, 1)")
+            for seq, text in enumerate(["ferry to Bodrum", "Orhan in Bodrum", ""], 1):
+                body = encode_message(Message(role="user", content=text)) if text else ""
+                conn.execute("INSERT INTO messages (session_id, seq, role, body, tokens, "
+                             "created_at) VALUES ('s', %s, 'user', %s, 4, now())", (seq, body))
+        store = PostgresStore(pg_url, schema=schema)
+        await store.setup()
+        hits = await store.search("s", ["bodrum"])
+        assert {(h.seq, h.folded) for h in hits} == {(1, True), (2, False)}
+        await store.append("s", [_p("Bodrum again")], T0)
+        assert {h.seq for h in await store.search("s", ["bodrum"])} == {1, 2, 4}
+        await store.close()
+
+    asyncio.run(main())
+
+
+def test_another_text_search_configuration_stems(pg_url: str) -> None:
+    async def main() -> None:
+        simple = PostgresStore(pg_url, schema=fresh_schema())
+        german = PostgresStore(pg_url, schema=fresh_schema(), search_config="german")
+        for store in (simple, german):
+            await store.setup()
+            await store.append("s", [_p("Wir haben die Häuser gekauft")], T0)
+        assert await simple.search("s", ["Häusern"]) == []
+        assert [h.seq for h in await german.search("s", ["Häusern"])] == [1]
+        for store in (simple, german):
+            await store.close()
+
+    asyncio.run(main())
+
+
+def test_bad_search_config_is_a_config_error(pg_url: str) -> None:
+    for bad in ("simple; DROP TABLE x", "", "Simple", 3):
+        with pytest.raises(ConfigError, match="search_config"):
+            PostgresStore(pg_url, search_config=bad)  # type: ignore[arg-type]
