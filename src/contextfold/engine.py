@@ -138,7 +138,8 @@ class AsyncMemory:
     ``recall`` (a :class:`~contextfold.recall.Recall`, or ``True`` for the defaults): the
     context brings back exact folded turns that match the newest user message (or the
     ``query`` given to :meth:`context`) in a labelled block within a share of the budget;
-    a ``TokenBudget`` policy then folds at ``1 - share`` of its budget to leave it room.
+    a ``TokenBudget`` policy then folds at ``1 - share`` of its budget to leave it room
+    (with masking, agents: the block takes only the room the masked view leaves).
     """
 
     def __init__(
@@ -176,9 +177,6 @@ class AsyncMemory:
         self.policy: Policy = policy if policy is not None else TokenBudget(4000)
         #: the context's default budget: the policy's, before recall takes its share
         self.budget: int | None = getattr(self.policy, "max_tokens", None)
-        self.recall = Recall.coerce(recall)
-        if self.recall is not None:
-            self.policy = self.recall.fold_policy(self.policy)
         if summarizer is None:
             from .summarizers.extractive import ExtractiveSummarizer
 
@@ -211,6 +209,9 @@ class AsyncMemory:
         if masking is not None and not isinstance(masking, (bool, Masking)):
             raise ConfigError(f"masking must be a Masking, True/False or None, got {masking!r}")
         self.masking: Masking | None = Masking() if masking is True else (masking or None)
+        self.recall = Recall.coerce(recall)
+        if self.recall is not None and self.masking is None:
+            self.policy = self.recall.fold_policy(self.policy)  # leave the block its room
         self._views = ViewCache(self.counter, self.masking)
         self._inflight: set[str] = set()
         if isinstance(fold_lease_seconds, bool) or not fold_lease_seconds >= 0:
