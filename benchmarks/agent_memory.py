@@ -18,6 +18,8 @@ Systems, side by side:
 
 - ``contextfold agent``: ``Memory(policy=TokenBudget(B), masking=Masking())`` (the agent
   preset's masking), the offline extractive summarizer;
+- ``contextfold agent + recall``: the same with ``recall=True`` (the query: the
+  identifiers and words of the newest messages; folded results' facts come back);
 - ``contextfold``: the same without masking (elision only);
 - ``sliding window``: the newest whole tool-call groups that fit, nothing else;
 - ``langchain``: LangChain 1.x ``SummarizationMiddleware`` (trigger at B tokens, keep B/2,
@@ -106,8 +108,8 @@ class System:
 
 
 class ContextFold(System):
-    def __init__(self, masking: Masking | None, name: str) -> None:
-        self.masking, self.name = masking, name
+    def __init__(self, masking: Masking | None, name: str, recall: bool = False) -> None:
+        self.masking, self.name, self.recall = masking, name, recall
         self.memory: Memory | None = None
         self.sid = 0
 
@@ -115,7 +117,7 @@ class ContextFold(System):
         if self.memory is not None:
             self.memory.close()
         self.memory = Memory(MemoryStore(), policy=TokenBudget(budget), masking=self.masking,
-                             tokenizer=COUNTER)
+                             tokenizer=COUNTER, recall=self.recall)
         self.sid += 1
 
     def add(self, message: Message) -> None:
@@ -427,6 +429,7 @@ def main(argv: list[str] | None = None) -> int:
     budgets = [int(b) for b in args.budgets.split(",")]
 
     systems: list[System] = [ContextFold(Masking(), "contextfold agent"),
+                             ContextFold(Masking(), "contextfold agent + recall", recall=True),
                              ContextFold(None, "contextfold"), SlidingWindow()]
     try:
         systems.append(LangChainPeer())

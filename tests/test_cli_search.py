@@ -27,6 +27,12 @@ def _run(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+def _stdout(*args: str) -> str:
+    result = CliRunner().invoke(cli, list(args))
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
 def test_search_prints_a_table_best_first(tmp_path: Path) -> None:
     db = _db(tmp_path)
     code, out = _run("search", "trip", "When is the FERRY to Bodrum?", "--db", db)
@@ -57,3 +63,30 @@ def test_search_nothing_unknown_session_and_bad_limit(tmp_path: Path) -> None:
     assert code == 2 and "no session 'nobody'" in out
     code, out = _run("search", "trip", "ferry", "--limit", "0", "--db", db)
     assert code == 2 and "limit" in out
+
+
+def _long_chat(tmp_path: Path) -> Path:
+    path = tmp_path / "long.jsonl"
+    lines = []
+    for i in range(60):
+        code = 7000 + i * 13
+        lines.append({"role": "user", "content": f"The locker code for room {i} is {code}."})
+        lines.append({"role": "assistant", "content": f"Noted the code of room {i}."})
+    for i in range(100):
+        lines.append({"role": "user" if i % 2 == 0 else "assistant",
+                      "content": f"Turn {i}: more about the garden, tomatoes and the weather."})
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    return path
+
+
+def test_replay_query_recalls_folded_turns_into_the_context(tmp_path: Path) -> None:
+    chat, db = _long_chat(tmp_path), str(tmp_path / "r.db")
+    base = ["replay", str(chat), "--max-tokens", "600", "--db", db, "--format", "json"]
+    query = ["--query", "What was the locker code for room 43?"]
+    stats = json.loads(_stdout(*base, "--output", "stats", *query))
+    assert stats["folds"] > 0 and 87 in stats["recalled"]  # room 43's turn
+    assert stats["context_tokens"] <= 600
+    with Memory(db) as memory:
+        assert "7559" not in memory.summary("long").text  # type: ignore[union-attr]
+    assert "7559" in _stdout(*base, *query)
+    assert "recalled" not in json.loads(_stdout(*base, "--output", "stats"))

@@ -154,3 +154,29 @@ def test_live_messages_are_never_recalled(store_url: str, sid: str) -> None:
         mem.add(sid, *chat(4))
         ctx = mem.context(sid, query="greyhound Biscuit adopted")
         assert ctx.recalled == ()  # nothing folded: all of it is in the context already
+
+
+def test_redacted_sessions_recall_redacted_text_and_the_summarizer_never_sees_the_block(
+        store_url: str, sid: str) -> None:
+    seen: list[str] = []
+
+    def summarize(request: object) -> str:
+        from contextfold.summarizers.base import SummaryRequest
+
+        assert isinstance(request, SummaryRequest)
+        seen.extend(m.text for m in request.messages)
+        return "Earlier: small talk."
+
+    from contextfold.testing import FunctionSummarizer
+
+    with Memory(store_url, policy=TokenBudget(400), recall=True, redact_messages=True,
+                summarizer=FunctionSummarizer(summarize)) as mem:
+        mem.add(sid, Message(role="user", content="Write to me at jane.doe@example.com about "
+                             "the greyhound adoption papers."), *chat(30)[3:])
+        ctx = mem.context(sid, query="greyhound adoption papers email")
+        block = [m.text for m in ctx.messages if m.text.startswith(RECALL_HEADER)]
+        assert block and "greyhound adoption papers" in block[0]
+        assert "jane.doe@example.com" not in block[0] and "<EMAIL_1>" in block[0]
+        before = len(seen)
+        mem.add(sid, *chat(30)[3:])  # more folds after a recall: only new messages go in
+        assert not any(RECALL_HEADER in t for t in seen[before:])

@@ -88,21 +88,48 @@ def _failing_after(real: Any) -> Any:
     return index_then_fail
 
 
-def test_failed_index_write_rolls_the_append_back(tmp_path: Path, monkeypatch: Any) -> None:
+def test_failed_index_write_rolls_the_fold_commit_back(tmp_path: Path, monkeypatch: Any) -> None:
     async def main() -> None:
         store = SQLiteStore(tmp_path / "s.db")
         await store.setup()
-        await store.append("s", [_p("ferry one")], T0)
-        real = sqlite_search.index_messages
-        monkeypatch.setattr(sqlite_module, "index_messages", _failing_after(real))
+        await store.append("s", [_p(t) for t in TEXTS], T0)
+        real = sqlite_search.catch_up_stored
+        monkeypatch.setattr(sqlite_module, "catch_up_stored", _failing_after(real))
         with pytest.raises(StorageError, match="injected"):
-            await store.append("s", [_p("ferry two")], T0)
+            await store.commit_fold(FoldCommit("s", 0, 1, 3, "x", 3), _entry(1, 3))
+        with pytest.raises(StorageError, match="injected"):  # a search's catch-up too
+            await store.search("s", ["ferry"])
         monkeypatch.undo()
-        assert [m.text for m in await store.messages("s")] == ["ferry one"]
-        assert [h.seq for h in await store.search("s", ["ferry"])] == [1]
-        await store.append("s", [_p("ferry three")], T0)  # seq 2 again, indexed once
-        assert [h.seq for h in await store.search("s", ["three"])] == [2]
-        assert {h.seq for h in await store.search("s", ["two"])} == set()
+        assert (await store.stats("s")).through_seq == 0  # type: ignore[union-attr]
+        await store.commit_fold(FoldCommit("s", 0, 1, 3, "x", 3), _entry(1, 3))
+        assert [h.seq for h in await store.search("s", ["ferry"], folded=True)] in (
+            [3, 1], [1, 3])
+        assert {h.seq for h in await store.search("s", ["ferry"])} == {1, 3, 5}  # once each
+        await store.close()
+
+    asyncio.run(main())
+
+
+def test_index_follows_the_fold_and_live_searches(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+
+    def indexed() -> list[int]:
+        rows = sqlite3.connect(path).execute("SELECT id FROM message_words ORDER BY id")
+        return [r[0] & 0xFFFFFFFF for r in rows]
+
+    async def main() -> None:
+        store = SQLiteStore(path)
+        await store.setup()
+        await store.append("s", [_p(t) for t in TEXTS], T0)
+        assert indexed() == []  # an append writes no index
+        assert await store.search("s", ["ferry"], folded=True) == []
+        assert indexed() == []  # nothing folded: nothing to index for recall
+        await store.commit_fold(FoldCommit("s", 0, 1, 2, "x", 3), _entry(1, 2))
+        assert indexed() == [1, 2]
+        assert {h.seq for h in await store.search("s", ["ferry"])} == {1, 3, 5}
+        assert indexed() == [1, 2, 3, 4, 5]
+        await store.append("s", [_p("ferry six")], T0)
+        assert [h.seq for h in await store.search("s", ["six"], folded=False)] == [6]
         await store.close()
 
     asyncio.run(main())
@@ -149,6 +176,7 @@ def test_deleting_a_session_removes_its_index_rows(tmp_path: Path) -> None:
         await store.setup()
         await store.append("s", [_p(t) for t in TEXTS], T0)
         await store.append("t", [_p("Bodrum")], T0)
+        assert await store.search("s", ["ferry"]) and await store.search("t", ["bodrum"])
         assert await store.delete("s")
         await store.close()
 

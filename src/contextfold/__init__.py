@@ -32,6 +32,7 @@ from .policy import (
     all_of,
     any_of,
 )
+from .recall import Recall
 from .search_terms import query_terms
 from .stores import MemoryStore, Store, open_store
 from .stores.base import LedgerEntry, SearchHit, Summary
@@ -62,6 +63,7 @@ __all__ = [
     "MessageCount",
     "Policy",
     "ProviderError",
+    "Recall",
     "ReportedUsage",
     "SearchHit",
     "SessionStats",

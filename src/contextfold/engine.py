@@ -153,7 +153,8 @@ class AsyncMemory:
     ``recall`` (a :class:`~contextfold.recall.Recall`, or ``True`` for the defaults): the
     context brings back exact folded turns that match the newest user message (or the
     ``query`` given to :meth:`context`) in a labelled block within a share of the budget;
-    a ``TokenBudget`` policy then folds at ``1 - share`` of its budget to leave it room.
+    a ``TokenBudget`` policy then folds at ``1 - share`` of its budget to leave it room
+    (with masking, agents: the block takes only the room the masked view leaves).
     """
 
     def __init__(
@@ -200,9 +201,6 @@ class AsyncMemory:
         check_budget(self.policy, max_tokens)
         self.max_tokens = max_tokens
         self._keep_last = policy_keep_last(self.policy)
-        self.recall = Recall.coerce(recall)
-        if self.recall is not None:  # a TokenBudget folds at 1 - share to leave recall room
-            self.policy = self.recall.fold_policy(self.policy)
         if summarizer is None:
             from .summarizers.extractive import ExtractiveSummarizer
 
@@ -244,6 +242,9 @@ class AsyncMemory:
         if masking is not None and not isinstance(masking, (bool, Masking)):
             raise ConfigError(f"masking must be a Masking, True/False or None, got {masking!r}")
         self.masking: Masking | None = Masking() if masking is True else (masking or None)
+        self.recall = Recall.coerce(recall)
+        if self.recall is not None and self.masking is None:
+            self.policy = self.recall.fold_policy(self.policy)  # leave the block its room
         self._views = ViewCache(self.counter, self.masking)
         self._inflight: set[str] = set()
         if isinstance(fold_lease_seconds, bool) or not fold_lease_seconds >= 0:

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from .errors import ConfigError
 from .messages import Message, StoredMessage
 from .policy import Policy, TokenBudget
-from .stores.search import clean_terms
+from .search_terms import query_terms
 from .summarizers.agent_state import call_signature
 from .tokens import TokenCounter, count_message
 
@@ -255,7 +255,8 @@ _QUESTION_NOISE = _wordset(
 
 
 def refine_terms(terms: Sequence[str]) -> list[str]:
-    """Query terms for recall (``terms``: the query's cleaned words): stopwords and the
+    """Query terms for recall (``terms``: :func:`~contextfold.search_terms.query_terms`
+    of the query): English stop words and the
     words a question is made of but an answer rarely repeats (``many``, ``times``,
     ``latest``…) and month names and years (dates are matched on the messages'
     timestamps instead, :func:`query_months`) dropped; English
@@ -571,7 +572,7 @@ async def recall_into(
             return ctx
     months = query_months(query)
     days = date_words(query) if months else set()
-    terms = [t for t in refine_terms(clean_terms([query])) if t not in days]
+    terms = [t for t in refine_terms(query_terms(query)) if t not in days]
     if not terms:
         return ctx
     live_from = live[0].seq if live else None

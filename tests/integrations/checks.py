@@ -47,3 +47,27 @@ def check_received(
     if summary_expected:
         assert any(m.role == "system" and SUMMARY_HEADER in m.text for m in messages), \
             "a fold committed but the model did not receive the summary"
+
+
+#: Recall through an adapter: a fact said on the first turn, asked about on the last.
+RECALL_FACT = "my parking spot at the warehouse is P-77 on level minus two, lol"
+RECALL_TURNS = 40
+
+
+def recall_user_text(turn: int) -> str:
+    """:func:`user_text`, with the fact on turn 1 and a question about it on the last."""
+    if turn == 1:
+        return f"{user_text(1)} By the way, {RECALL_FACT}."
+    if turn == RECALL_TURNS:
+        return (f"Turn {turn}: do you remember where my parking spot at the warehouse was? "
+                f"And what is the status of order A-{1000 + turn}?")
+    return user_text(turn)
+
+
+def check_recalled(messages: Sequence[Message]) -> None:
+    """The model received the folded fact in the recalled block."""
+    from contextfold.recall import RECALL_HEADER
+
+    blocks = [m.text for m in messages if RECALL_HEADER in m.text]
+    assert blocks, "recall on, a question about the past, but no recalled block"
+    assert RECALL_FACT in blocks[0], blocks[0]

@@ -32,7 +32,16 @@ from contextfold import AsyncMemory, ConfigError, Memory, Message, ReportedUsage
 from contextfold.integrations.langchain import ContextFoldMiddleware
 from contextfold.testing import FunctionSummarizer
 
-from .checks import TURNS, answer_text, check_received, tool_result, user_text
+from .checks import (
+    RECALL_TURNS,
+    TURNS,
+    answer_text,
+    check_recalled,
+    check_received,
+    recall_user_text,
+    tool_result,
+    user_text,
+)
 
 SYSTEM = "You are the order desk of a small shop. Use lookup_order for every order question."
 BUDGET = 1500
@@ -252,4 +261,19 @@ def test_a_system_message_in_the_state_is_the_prompt_and_never_folded() -> None:
     assert last[0].role == "system" and last[0].text.startswith(SYSTEM)
     check_received(last, budget=BUDGET, counter=memory.engine.counter, tools=SCHEMAS,
                    summary_expected=True)
+    memory.close()
+
+
+def test_recall_brings_a_folded_fact_back_to_the_model(tmp_path: Path) -> None:
+    memory = Memory(f"sqlite:///{tmp_path / 'memory.db'}", policy=TokenBudget(BUDGET),
+                    recall=True)
+    model = RecordingModel(received=[])
+    agent = create_agent(model, TOOLS, system_prompt=SYSTEM, checkpointer=InMemorySaver(),
+                         middleware=[ContextFoldMiddleware(memory)])
+    for turn in range(1, RECALL_TURNS + 1):
+        agent.invoke({"messages": [HumanMessage(recall_user_text(turn))]}, config("shop"))
+    last = as_contextfold(model.received[-2])  # the request that answered the question
+    check_received(last, budget=BUDGET, counter=memory.engine.counter, tools=SCHEMAS,
+                   summary_expected=True)
+    check_recalled(last)
     memory.close()

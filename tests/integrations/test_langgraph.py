@@ -21,7 +21,14 @@ from contextfold import AsyncMemory, Memory, ReportedUsage, TokenBudget
 from contextfold.integrations.langgraph import ContextFold
 from contextfold.testing import OpenAIServer
 
-from .checks import answer_text, check_received, user_text
+from .checks import (
+    RECALL_TURNS,
+    answer_text,
+    check_recalled,
+    check_received,
+    recall_user_text,
+    user_text,
+)
 from .test_langchain import (
     BUDGET,
     SCHEMAS,
@@ -146,3 +153,16 @@ def test_example_summarizes_with_a_model_on_the_fake_server(
         assert server.requests and all(r.path.endswith("/chat/completions")
                                        for r in server.requests)
     assert "cleared" in capsys.readouterr().out
+
+
+def test_recall_brings_a_folded_fact_back_to_the_model() -> None:
+    memory = Memory("memory://", policy=TokenBudget(BUDGET), recall=True)
+    model = RecordingModel(received=[])
+    graph = build(ContextFold(memory), model, InMemorySaver())
+    for turn in range(1, RECALL_TURNS + 1):
+        graph.invoke({"messages": [HumanMessage(recall_user_text(turn))]}, config("r"))
+    last = as_contextfold(model.received[-2])
+    check_received(last, budget=BUDGET, counter=memory.engine.counter, tools=SCHEMAS,
+                   summary_expected=True)
+    check_recalled(last)
+    memory.close()

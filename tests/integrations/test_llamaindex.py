@@ -18,7 +18,16 @@ from contextfold import AsyncMemory, Memory, Message, TokenBudget
 from contextfold.integrations.llamaindex import ContextFoldMemory, from_llamaindex
 from contextfold.testing import FunctionSummarizer
 
-from .checks import TURNS, answer_text, check_received, tool_result, user_text
+from .checks import (
+    RECALL_TURNS,
+    TURNS,
+    answer_text,
+    check_recalled,
+    check_received,
+    recall_user_text,
+    tool_result,
+    user_text,
+)
 
 # LlamaIndex's workflow runtime inspects objects through pydantic's deprecated attributes.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -137,5 +146,24 @@ def test_async_memory_failing_folds_set_and_reset() -> None:
         await chat_memory.areset()
         assert await chat_memory.aget() == []
         await memory.close()
+
+    asyncio.run(main())
+
+
+def test_recall_brings_a_folded_fact_back_to_the_model() -> None:
+    async def main() -> None:
+        memory = Memory("memory://", policy=TokenBudget(BUDGET), recall=True)
+        script = Script()
+        agent = make_agent(script)
+        chat_memory = ContextFoldMemory.from_defaults(memory=memory, session_id="shop",
+                                                      system=SYSTEM)
+        for turn in range(1, RECALL_TURNS + 1):
+            first = len(script.received)
+            await agent.run(user_msg=recall_user_text(turn), memory=chat_memory)
+        last = as_messages(script.received[first])  # the memory view of the last run
+        check_received(last, budget=BUDGET, counter=memory.engine.counter,
+                       summary_expected=True)
+        check_recalled(last)
+        memory.close()
 
     asyncio.run(main())

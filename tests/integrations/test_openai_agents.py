@@ -17,7 +17,16 @@ from contextfold.integrations.openai_agents import ContextFoldSession
 from contextfold.testing.provider_servers import ReceivedRequest
 from contextfold.testing.tool_server import OpenAIToolServer, ToolReply
 
-from .checks import TURNS, answer_text, check_received, tool_result, user_text
+from .checks import (
+    RECALL_TURNS,
+    TURNS,
+    answer_text,
+    check_recalled,
+    check_received,
+    recall_user_text,
+    tool_result,
+    user_text,
+)
 
 SYSTEM = "You are the order desk of a small shop. Use lookup_order for every order question."
 BUDGET = 1500
@@ -175,5 +184,24 @@ def test_reasoning_items_are_kept_with_their_message() -> None:
         stored = await memory.messages("r")
         assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant"]
         await memory.close()
+
+    asyncio.run(main())
+
+
+def test_recall_brings_a_folded_fact_back_to_the_model() -> None:
+    async def main() -> None:
+        memory = Memory("memory://", policy=TokenBudget(BUDGET), recall=True)
+        with OpenAIToolServer(play) as server:
+            agent = make_agent(server)
+            session = ContextFoldSession("shop", memory, system=SYSTEM)
+            for turn in range(1, RECALL_TURNS + 1):
+                first = len(server.requests)
+                await Runner.run(agent, recall_user_text(turn), session=session,
+                                 run_config=session.run_config())
+            last = received(server.requests[first].body)
+        check_received(last, budget=BUDGET, counter=memory.engine.counter,
+                       summary_expected=True)
+        check_recalled(last)
+        memory.close()
 
     asyncio.run(main())

@@ -17,7 +17,16 @@ from contextfold import AsyncMemory, Memory, Message, ReportedUsage, TokenBudget
 from contextfold.integrations.pydantic_ai import ContextFoldCapability, history_processor
 from contextfold.testing import FunctionSummarizer
 
-from .checks import TURNS, answer_text, check_received, tool_result, user_text
+from .checks import (
+    RECALL_TURNS,
+    TURNS,
+    answer_text,
+    check_recalled,
+    check_received,
+    recall_user_text,
+    tool_result,
+    user_text,
+)
 
 SYSTEM = "You are the order desk of a small shop. Use lookup_order for every order question."
 BUDGET = 1500
@@ -205,3 +214,16 @@ def test_what_pydantic_ais_openai_model_sends_obeys_the_provider_rules() -> None
         await memory.close()
 
     asyncio.run(main())
+
+
+def test_recall_brings_a_folded_fact_back_to_the_model() -> None:
+    memory = Memory("memory://", policy=TokenBudget(BUDGET), recall=True)
+    script = Script()
+    agent = make_agent(script, ContextFoldCapability(memory, "shop"))
+    history: list[pai.ModelMessage] = []
+    for turn in range(1, RECALL_TURNS + 1):
+        history = agent.run_sync(recall_user_text(turn), message_history=history).all_messages()
+    last = as_messages(script.received[-2])
+    check_received(last, budget=BUDGET, counter=memory.engine.counter, summary_expected=True)
+    check_recalled(last)
+    memory.close()

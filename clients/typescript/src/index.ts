@@ -95,6 +95,8 @@ export interface ContextOptions {
   system?: string;
   format?: ContextFormat;
   maxTokens?: number;
+  /** Recall folded turns matching this text (the answer's `recalled` lists their seqs). */
+  query?: string;
 }
 
 export class ContextFoldClient {
@@ -118,7 +120,7 @@ export class ContextFoldClient {
   /** The bounded context to send to the model (`format`: openai, anthropic or gemini). */
   context(sessionId: string, options: ContextOptions = {}): Promise<ContextResponse> {
     const body = { system: options.system ?? null, format: options.format ?? "openai",
-                   max_tokens: options.maxTokens ?? null };
+                   max_tokens: options.maxTokens ?? null, query: options.query ?? null };
     return this.request("POST", this.session(sessionId, "/context"), body);
   }
 

@@ -407,7 +407,7 @@ export interface components {
         ContextMessageOut: {
             /**
              * Kind
-             * @description system, summary, bridge or message
+             * @description system, summary, bridge, recalled (the block of folded turns recall brought back) or message
              */
             kind: string;
             /** Message */
@@ -430,6 +430,11 @@ export interface components {
              * @description Budget (default: the session's)
              */
             max_tokens?: number | null;
+            /**
+             * Query
+             * @description Recall folded turns matching this text into the context (with the session's recall on and no query: the newest user message)
+             */
+            query?: string | null;
             /**
              * System
              * @description System prompt
@@ -480,6 +485,11 @@ export interface components {
                 number,
                 number
             ] | null;
+            /**
+             * Recalled
+             * @description Seqs of folded messages shown in the recalled block (a labelled user turn just before the newest user message; empty: no block)
+             */
+            recalled: number[];
             /** Session Id */
             session_id: string;
             summary: components["schemas"]["SummaryOut"] | null;
@@ -697,6 +707,11 @@ export interface components {
             omitted: number;
             /** Omitted Seqs */
             omitted_seqs: number[] | null;
+            /**
+             * Recalled
+             * @description Seqs of folded messages shown in the recalled block
+             */
+            recalled?: number[];
             /** Session Id */
             session_id: string;
             /** Tokens */
@@ -1090,6 +1105,12 @@ export interface components {
              * @enum {string}
              */
             preset: "conversation" | "agent" | "character";
+            /**
+             * Recall
+             * @description Recall of folded turns (see the patch)
+             * @default false
+             */
+            recall: boolean;
             /** Summary Max Tokens */
             summary_max_tokens: number | null;
             /** Target */
@@ -1162,6 +1183,11 @@ export interface components {
              * @description Summary style of an LLM summarizer; agent also turns masking on unless masking is set
              */
             preset?: ("conversation" | "agent" | "character") | null;
+            /**
+             * Recall
+             * @description Recall: the context brings back folded turns matching the newest user message (or the context request's query) in a labelled block
+             */
+            recall?: boolean | null;
             /**
              * Summary Max Tokens
              * @description Cap on the summary's tokens
@@ -1669,6 +1695,8 @@ export interface operations {
                 format?: "openai" | "anthropic" | "gemini";
                 /** @description Budget (default: the session's) */
                 max_tokens?: number | null;
+                /** @description Recall folded turns matching this text (longer: POST …/context) */
+                query?: string | null;
             };
             header?: never;
             path: {

@@ -36,6 +36,24 @@ describe("the typed client against a live contextfold serve", () => {
     assert.equal(again.stats.last_seq, 2);
   });
 
+  test("context with a query recalls a folded turn", async () => {
+    const s = id("recall");
+    const fact = "Oh and before I forget: my locker code at the climbing gym is 31-07-44, lol.";
+    const turns: Message[] = [{ role: "user", content: fact }];
+    for (let i = 0; i < 12; i++) {
+      turns.push({ role: "assistant", content: `Nice, tell me more about chapter ${i}.` });
+      turns.push({ role: "user", content: `I read chapter ${i} of the Dune book today.` });
+    }
+    await client.append(s, turns);
+    await client.fold(s, true);
+    const plain = await client.context(s);
+    assert.deepEqual(plain.recalled, []);
+    const ctx = await client.context(s, { query: "climbing gym locker code" });
+    assert.ok(ctx.recalled.includes(1));
+    assert.ok(ctx.tokens <= (ctx.budget ?? 0));
+    assert.ok(ctx.messages.some((m) => String(m.content).includes(fact)));
+  });
+
   test("context, summary, messages, ledger, fold, usage, settings, delete", async () => {
     const s = id("all");
     await client.putSettings(s, { budget: 2000, keep_last: 2 });

@@ -171,6 +171,13 @@ def replay_into(
 @click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
+@click.option(
+    "--query",
+    default=None,
+    metavar="TEXT",
+    help="Replay with recall on and print the context for this question: folded turns "
+    "that match it are recalled into it (see docs/recall.md).",
+)
 @db_option
 @guard
 def replay(
@@ -184,6 +191,7 @@ def replay(
     replace: bool,
     output: str,
     fmt: str,
+    query: str | None,
     db: str | None,
 ) -> None:
     """Stream TRANSCRIPT (JSONL: one message per line with role, content, optional name,
@@ -200,6 +208,7 @@ def replay(
       contextfold replay chat.jsonl --max-tokens 4000 --format json > context.json
       contextfold replay chat.jsonl --max-tokens 4000 --model openai:gpt-4o-mini
       contextfold replay chat.jsonl --max-tokens 4000 --append   # finish an import
+      contextfold replay chat.jsonl --max-tokens 4000 --query "when is the ferry?"
     """
     if append and replace:
         raise ConfigError("--append and --replace exclude each other: pick one")
@@ -209,6 +218,7 @@ def replay(
         summarizer=make_summarizer(summarizer, model),
         tokenizer=tokenizer,
         policy=TokenBudget(max_tokens),
+        recall=True if query is not None else None,  # folds leave the recalled block room
     ) as memory:
         messages = read_transcript(transcript)  # all checked before anything changes
         if not messages:
@@ -224,7 +234,7 @@ def replay(
         if replace and memory.delete(sid):
             err_console.print(f"[dim]replaced the earlier session {sid!r}[/]")
         stats = replay_into(memory, sid, messages, show_progress=fmt == "text")
-        ctx = memory.context(sid)
+        ctx = memory.context(sid, query=query)
         usage = memory.usage(sid)
         stats.update(
             session=sid,
@@ -235,6 +245,8 @@ def replay(
             summarizer_input_tokens=usage.input_tokens,
             summarizer_output_tokens=usage.output_tokens,
         )
+        if query is not None:
+            stats["recalled"] = list(ctx.recalled)
         summary = memory.summary(sid)
         if output == "stats":
             if fmt == "json":
@@ -259,6 +271,9 @@ def replay(
         else:
             print_context(ctx)
         if fmt == "text":  # JSON output names the session in its own fields
+            if query is not None:
+                seqs = ", ".join(map(str, ctx.recalled)) or "none"
+                err_console.print(f"[dim]recalled for the query: seqs {seqs}[/]")
             err_console.print(
                 f"[dim]replayed into session {escape(repr(sid))} of {escape(describe_store(db))}: "
                 f"{stats['messages']} messages, {stats['folds']} folds, context "

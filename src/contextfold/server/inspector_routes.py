@@ -22,6 +22,7 @@ from fastapi import APIRouter, Depends, Path, Query
 from ..context import _BRIDGE as BRIDGE
 from ..context import Context
 from ..engine import AsyncMemory
+from ..recall import RECALL_HEADER
 from ..stores.base import LedgerEntry, SummaryVersion, keeps_summary_text
 from ..summarizers.fact_check import lost_facts
 from ..tokens import TokenCounter, count_message
@@ -272,6 +273,7 @@ async def inspect_context(
         omitted=context.omitted, omitted_seqs=list(context.omitted_seqs)
         if context.omitted_seqs else None, truncated=context.truncated,
         elided=list(context.elided), masked=context.masked, bridged=context.bridged,
+        recalled=list(context.recalled),
         messages=_context_messages(context, memory.counter, system),
     )
 
@@ -283,6 +285,9 @@ def _context_messages(
     out = []
     for i, m in enumerate(context.messages):
         kind = head[i] if i < len(head) else "bridge" if m == BRIDGE else "message"
+        if kind == "message" and context.recalled and m.role == "user" and (
+                m.text.startswith(RECALL_HEADER)):
+            kind = "recalled"
         out.append(ContextMessageOut(kind=kind, tokens=count_message(counter, m),
                                      message=m.to_dict()))
     return out

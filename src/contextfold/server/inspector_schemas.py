@@ -217,7 +217,8 @@ class FoldDetail(BaseModel):
 
 
 class ContextMessageOut(BaseModel):
-    kind: str = Field(description="system, summary, bridge or message")
+    kind: str = Field(description="system, summary, bridge, recalled (the block of folded "
+                      "turns recall brought back) or message")
     tokens: int
     message: dict[str, Any]
 
@@ -232,4 +233,7 @@ class InspectContext(BaseModel):
     elided: list[int] = Field(description="Seqs of messages shown cut (head + tail)")
     masked: int = Field(description="Older tool results shown as stand-ins")
     bridged: bool
+    recalled: list[int] = Field(
+        default_factory=list, description="Seqs of folded messages shown in the recalled block"
+    )
     messages: list[ContextMessageOut]

@@ -215,7 +215,6 @@ class ContextResponse(BaseModel):
     )
     bridged: bool = Field(description="A one-line user turn was put before an assistant-first view")
     recalled: list[int] = Field(
-        default_factory=list,
         description="Seqs of folded messages shown in the recalled block (a labelled user "
         "turn just before the newest user message; empty: no block)",
     )

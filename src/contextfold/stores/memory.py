@@ -75,6 +75,7 @@ class _Session:
     lease_epoch: int = 0
     versions: list[SummaryVersion] = field(default_factory=list)
     key: int = 0  # the session's search key (its index ids are key << 32 | seq)
+    indexed: int = 0  # messages 1..indexed are in the search index (see sqlite_search)
 
 
 class MemoryStore:
@@ -125,8 +126,27 @@ class MemoryStore:
             if item.message.id is not None:
                 sess.ids[item.message.id] = seq
         sess.stats = plan.result.stats
-        index_messages(self._index(), sess.key, ((q, i.message) for q, i in plan.fresh))
         return plan.result
+
+    def _catch_up(self, sess: _Session, hi: int) -> None:
+        """Index the session's messages up to ``hi`` (see :mod:`.sqlite_search`)."""
+        if hi > sess.indexed:
+            rows = ((q, sess.messages[q].message) for q in range(sess.indexed + 1, hi + 1)
+                    if q in sess.messages)
+            self._in_index(lambda conn: index_messages(conn, sess.key, rows))
+            sess.indexed = hi
+
+    def _in_index(self, fn: Callable[[sqlite3.Connection], None]) -> None:
+        """Run ``fn`` on the search database in one transaction (one FTS5 segment for a
+        span, not one per message); nothing of it stays if it fails."""
+        conn = self._index()
+        conn.execute("BEGIN")
+        try:
+            fn(conn)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
 
     def _index(self) -> sqlite3.Connection:
         """The search database (made on first use; used only under the store's lock)."""
@@ -208,6 +228,7 @@ class MemoryStore:
             return []
         through = sess.stats.through_seq
         lo, hi = folded_range(folded, through)
+        self._catch_up(sess, through if folded else sess.stats.last_seq)
         try:
             found = search_ids(self._index(), sess.key, cleaned, lo, hi, limit)
         except sqlite3.Error as exc:
@@ -250,7 +271,10 @@ class MemoryStore:
         if self.retention == "delete":
             for s in range(commit.lo, commit.hi + 1):
                 del sess.messages[s]
-            unindex(self._index(), sess.key, commit.lo, commit.hi)
+            self._in_index(lambda conn: unindex(conn, sess.key, commit.lo, commit.hi))
+            sess.indexed = max(sess.indexed, commit.hi)
+        else:  # what recall searches, the folded messages, is indexed with the fold
+            self._catch_up(sess, commit.hi)
         sess.live = sess.live[len(span) :]  # a new list: windows on the old one stay valid
         sess.summary = summary
         sess.stats = replace(
@@ -339,7 +363,7 @@ class MemoryStore:
         if if_last_seq is not None and sess.stats.last_seq != if_last_seq:
             return False
         del self._sessions[session_id]
-        unindex(self._index(), sess.key)
+        self._in_index(lambda conn: unindex(conn, sess.key))
         self._ledger = [e for e in self._ledger if e.session_id != session_id]
         self._vault.pop(session_id, None)
         return True

@@ -28,7 +28,7 @@ from typing import TypeVar
 
 from ..errors import ConfigError, ConflictError, ContextFoldError, StorageError
 from ..inline import inline
-from ..messages import StoredMessage
+from ..messages import Message, StoredMessage
 from ..policy import SessionStats
 from . import sqlite_schema as schema
 from .base import (
@@ -58,7 +58,7 @@ from .rows import (
 )
 from .search import SearchHit, check_limit, clean_terms, make_hit
 from .sqlite_schema import MIGRATIONS, SESSION_COLS, session_stats
-from .sqlite_search import folded_range, index_messages, search_ids, unindex
+from .sqlite_search import catch_up_stored, folded_range, search_ids, unindex
 
 __all__ = ["MIGRATIONS", "SQLiteStore"]
 
@@ -195,8 +195,7 @@ class SQLiteStore:
     ) -> AppendResult:
         def do(conn: sqlite3.Connection) -> AppendResult:
             row = conn.execute(
-                f"SELECT {SESSION_COLS}, search_key FROM sessions WHERE session_id = ?",
-                (session_id,),
+                f"SELECT {SESSION_COLS} FROM sessions WHERE session_id = ?", (session_id,)
             ).fetchone()
             stats = session_stats(row) if row else SessionStats(session_id=session_id)
             wanted = [i.message.id for i in items if i.message.id is not None]
@@ -252,7 +251,6 @@ class SQLiteStore:
                     ),
                 )
             else:
-                key = row[10]
                 conn.execute(
                     "UPDATE sessions SET last_seq = ?, live_count = live_count + ?, "
                     "live_tokens = live_tokens + ?, pending_calls = ?, last_activity = ? "
@@ -266,7 +264,6 @@ class SQLiteStore:
                         session_id,
                     ),
                 )
-            index_messages(conn, key, ((s, i.message) for s, i in fresh))
             return plan.result
 
         return await self._write(do)
@@ -274,15 +271,15 @@ class SQLiteStore:
     async def commit_fold(self, commit: FoldCommit, entry: LedgerEntry) -> Summary:
         def do(conn: sqlite3.Connection) -> Summary:
             row = conn.execute(
-                "SELECT summary_version, through_seq, last_seq, search_key FROM sessions "
-                "WHERE session_id = ?",
+                "SELECT summary_version, through_seq, last_seq, search_key, indexed_seq "
+                "FROM sessions WHERE session_id = ?",
                 (commit.session_id,),
             ).fetchone()
             if row is None:
                 raise ConflictError(f"session {commit.session_id!r} no longer exists")
             if commit.lease is not None and not schema.holds_lease(conn, commit.lease):
                 raise fenced_off(commit.lease)
-            version, through, last, key = row
+            version, through, last, key, indexed = row
             check_fold_start(commit, version, through, last)
             count, tokens = conn.execute(
                 "SELECT count(*), coalesce(sum(tokens), 0) FROM messages "
@@ -315,12 +312,24 @@ class SQLiteStore:
                     (commit.session_id, commit.lo, commit.hi),
                 )
                 unindex(conn, key, commit.lo, commit.hi)
+                conn.execute(
+                    "UPDATE sessions SET indexed_seq = max(indexed_seq, ?) WHERE session_id = ?",
+                    (commit.hi, commit.session_id),
+                )
+            else:  # what recall searches, the folded messages, is indexed with the fold
+                decode = self._decode_for(commit.session_id)
+                catch_up_stored(conn, commit.session_id, key, indexed, commit.hi, decode)
             self._insert_ledger(conn, entry)
             text = commit.text if keeps_summary_text(self) else None
             schema.insert_version(conn, commit, version + 1, last, text, entry.started_at)
             return Summary(commit.text, commit.hi, version + 1, commit.tokens, entry.started_at)
 
         return await self._write(do)
+
+    def _decode_for(self, session_id: str) -> Callable[[int, str, int], Message]:
+        """Rows of ``session_id`` to messages through the decoder's cache (the messages
+        appended by this process are there already, decoded)."""
+        return lambda seq, body, tokens: self._decoder.decode(session_id, seq, body, tokens).message
 
     @staticmethod
     def _insert_ledger(conn: sqlite3.Connection, entry: LedgerEntry) -> int:
@@ -547,16 +556,18 @@ class SQLiteStore:
         if not cleaned:
             return []
 
-        def do(conn: sqlite3.Connection) -> list[SearchHit]:
+        def do(conn: sqlite3.Connection) -> list[SearchHit] | None:
             row = conn.execute(
-                "SELECT through_seq, search_key FROM sessions WHERE session_id = ?",
+                "SELECT through_seq, search_key, last_seq, indexed_seq FROM sessions "
+                "WHERE session_id = ?",
                 (session_id,),
             ).fetchone()
             if row is None:
                 return []
-            through, key = row
-            lo, hi = folded_range(folded, through)
-            found = search_ids(conn, key, cleaned, lo, hi, limit)
+            through, key, last, indexed = row
+            if (through if folded else last) > indexed:
+                return None  # messages to index first (a write)
+            found = search_ids(conn, key, cleaned, *folded_range(folded, through), limit)
             if not found:
                 return []
             marks = ", ".join("?" for _ in found)
@@ -575,7 +586,21 @@ class SQLiteStore:
                 hits.append(make_hit(stored, score, cleaned, seq <= through, words))
             return hits
 
-        return await self._read(do)
+        def catch_up(conn: sqlite3.Connection) -> None:
+            row = conn.execute(
+                "SELECT search_key, indexed_seq, last_seq FROM sessions WHERE session_id = ?",
+                (session_id,),
+            ).fetchone()
+            if row is not None:
+                catch_up_stored(
+                    conn, session_id, row[0], row[1], row[2], self._decode_for(session_id)
+                )
+
+        hits = await self._read(do)
+        while hits is None:  # (again only if appends came in between)
+            await self._write(catch_up)
+            hits = await self._read(do)
+        return hits
 
     async def summary(self, session_id: str) -> Summary | None:
         def do(conn: sqlite3.Connection) -> Summary | None:

@@ -12,14 +12,13 @@ from .base import FoldCommit, Lease, SummaryVersion
 from .rows import (
     SESSION_COLS,
     LedgerTotals,
-    decode_message,
     encode_time,
     ledger_totals_from_rows,
     ledger_totals_query,
     session_stats,
     version_from_row,
 )
-from .sqlite_search import FTS_SCHEMA, index_messages
+from .sqlite_search import FTS_SCHEMA, catch_up_stored
 
 __all__ = [
     "MIGRATIONS",
@@ -137,10 +136,12 @@ CREATE TABLE summary_versions (
 """
 
 # Full-text search: each session gets a stable integer key (its messages' index ids are
-# ``key << 32 | seq``), then the FTS5 tables (see sqlite_search), then every stored message
-# is indexed — a database made before search gains it here.
+# ``key << 32 | seq``) and a watermark of how far its messages are indexed, then the FTS5
+# tables (see sqlite_search), then every stored message is indexed — a database made
+# before search gains it here.
 _SEARCH_KEYS = """
 ALTER TABLE sessions ADD COLUMN search_key INTEGER;
+ALTER TABLE sessions ADD COLUMN indexed_seq INTEGER NOT NULL DEFAULT 0;
 UPDATE sessions SET search_key = rowid;
 CREATE UNIQUE INDEX sessions_search_key ON sessions (search_key);
 """
@@ -149,13 +150,9 @@ CREATE UNIQUE INDEX sessions_search_key ON sessions (search_key);
 def _full_text_search(conn: sqlite3.Connection) -> None:
     for statement in statements(_SEARCH_KEYS + FTS_SCHEMA):
         conn.execute(statement)
-    sessions = conn.execute("SELECT session_id, search_key FROM sessions").fetchall()
-    for session_id, key in sessions:
-        rows = conn.execute(
-            "SELECT seq, body FROM messages WHERE session_id = ? AND body != '' ORDER BY seq",
-            (session_id,),
-        )
-        index_messages(conn, key, ((s, decode_message(s, b, 0).message) for s, b in rows))
+    sessions = conn.execute("SELECT session_id, search_key, last_seq FROM sessions").fetchall()
+    for session_id, key, last in sessions:
+        catch_up_stored(conn, session_id, key, 0, last)
 
 
 #: One migration step: SQL (statements separated by ``;``) or a function run in the

@@ -369,10 +369,13 @@ async function loadNow() {
     (ctx.masked ? `; ${fmt(ctx.masked)} older tool results shown as stand-ins (masking)` : "") +
     (ctx.elided.length ? `; ${fmt(ctx.elided.length)} shown cut, head + tail (whole in the ` +
       "store)" : "") +
-    (ctx.bridged ? "; a one-line user turn bridges the start" : "") + ".";
-  $("#now-table tbody").replaceChildren(...ctx.messages.map((m, i) => h("tr", {},
+    (ctx.bridged ? "; a one-line user turn bridges the start" : "") +
+    (ctx.recalled && ctx.recalled.length ? `; ${fmt(ctx.recalled.length)} folded messages ` +
+      `recalled for the newest question (seqs ${ctx.recalled.join(", ")})` : "") + ".";
+  $("#now-table tbody").replaceChildren(...ctx.messages.map((m, i) => h("tr",
+    m.kind === "recalled" ? { class: "recalled" } : {},
     h("td", { class: "num" }, String(i + 1)),
-    h("td", {}, m.kind),
+    h("td", {}, m.kind === "recalled" ? h("span", { class: "badge" }, "recalled") : m.kind),
     h("td", {}, m.message.role + (m.message.name ? ` (${m.message.name})` : "")),
     h("td", { class: "num" }, fmt(m.tokens)),
     h("td", { class: "content" }, fullText(textOf(m.message), 2000)),

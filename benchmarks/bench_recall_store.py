@@ -1,0 +1,333 @@
+"""Search in the stores: what the full-text index costs on append, and how fast a search is.
+
+1. Append throughput with the index vs without, per store (memory, SQLite, PostgreSQL):
+   one chat message per ``append`` (the per-turn write), N messages into fresh sessions,
+   the two variants interleaved (A B A B) in the same run so load affects both alike.
+   "Without" is the same store code with the index write replaced by nothing (SQLite and
+   memory: no ``message_words`` row; PostgreSQL: an empty ``tsvector`` and no GIN index).
+   Target: with / without >= 0.8.
+2. Search latency on one session of 100,000 stored messages (``--quick``: 20,000), 99% of
+   them folded: ``store.search(session, terms, folded=True, limit=20)`` for queries of one
+   to four words drawn like a user's question (common and rare words), p50 and p99.
+
+The texts are synthetic chat turns (12-60 words from a Zipf-distributed vocabulary of 5,000
+words plus English function words), so the index holds a realistic mix of frequent and
+rare terms.
+
+Usage: python benchmarks/bench_recall_store.py [--quick] [--pg URL]
+Writes benchmarks/results/recall_store.md. PostgreSQL: the server at 127.0.0.1:5432 (a
+scratch database is created and dropped) unless --pg names another admin URL; --no-pg
+skips it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import random
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from contextfold.messages import Message
+from contextfold.stores import MemoryStore
+from contextfold.stores import sqlite as sqlite_module
+from contextfold.stores.base import FoldCommit, LedgerEntry, PreparedMessage, Store
+from contextfold.stores.sqlite import SQLiteStore
+
+RESULTS = Path(__file__).parent / "results"
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+FUNCTION_WORDS = [
+    "the",
+    "a",
+    "to",
+    "and",
+    "of",
+    "in",
+    "is",
+    "it",
+    "you",
+    "that",
+    "we",
+    "for",
+    "on",
+    "was",
+    "with",
+    "my",
+    "I",
+    "be",
+    "at",
+    "so",
+    "this",
+    "have",
+    "but",
+    "are",
+    "not",
+    "do",
+    "what",
+    "can",
+    "your",
+    "me",
+    "just",
+]
+
+
+def vocabulary(n: int = 5000, seed: int = 3) -> list[str]:
+    rng = random.Random(seed)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return ["".join(rng.choice(letters) for _ in range(rng.randint(3, 10))) for _ in range(n)]
+
+
+VOCAB = vocabulary()
+WEIGHTS = [1 / (i + 1) for i in range(len(VOCAB))]  # Zipf
+
+
+def texts(n: int, seed: int = 7) -> list[str]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        k = rng.randint(12, 60)
+        content = rng.choices(VOCAB, WEIGHTS, k=k // 2)
+        filler = rng.choices(FUNCTION_WORDS, k=k - k // 2)
+        words = content + filler
+        rng.shuffle(words)
+        out.append(f"{i}: " + " ".join(words))
+    return out
+
+
+def queries(n: int, seed: int = 11) -> list[list[str]]:
+    """What a question leaves after its stop words: 1-4 content words, most of them
+    mid-frequency or rare (ranks 20-5,000), and in a third of the queries one of the 20
+    most frequent words too (each in a tenth of the messages or more)."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        terms = [VOCAB[rng.randint(20, len(VOCAB) - 1)] for _ in range(rng.randint(1, 3))]
+        if rng.random() < 1 / 3:
+            terms.append(VOCAB[rng.randint(0, 19)])
+        out.append(terms)
+    return out
+
+
+def prepared(text: str, i: int) -> PreparedMessage:
+    role = "user" if i % 2 == 0 else "assistant"
+    return PreparedMessage(Message(role=role, content=text, timestamp=T0), len(text) // 4)
+
+
+# -- the stores, with and without the index -----------------------------------------------
+
+
+@contextlib.contextmanager
+def no_index(kind: str) -> Iterator[None]:
+    """The same store code with the index write replaced by nothing."""
+    saved: list[tuple[Any, str, Any]] = []
+
+    def patch(module: Any, name: str, value: Any) -> None:
+        saved.append((module, name, getattr(module, name)))
+        setattr(module, name, value)
+
+    if kind == "sqlite":
+        patch(sqlite_module, "catch_up_stored", lambda *a: None)
+    elif kind == "memory":
+        patch(MemoryStore, "_catch_up", lambda *a: None)
+    else:
+        from contextfold.stores import postgres as postgres_module
+
+        patch(postgres_module, "index_text", lambda message: "")
+    try:
+        yield
+    finally:
+        for module, name, value in reversed(saved):
+            setattr(module, name, value)
+
+
+@contextlib.asynccontextmanager
+async def open_kind(kind: str, pg: str | None, *, indexed: bool = True) -> AsyncIterator[Store]:
+    store: Store
+    if kind == "memory":
+        store = MemoryStore()
+    elif kind == "sqlite":
+        store = SQLiteStore(Path(tempfile.mkdtemp(prefix="cf-bench-")) / "b.db")
+    else:
+        from contextfold.stores.postgres import PostgresStore
+
+        assert pg is not None
+        store = PostgresStore(pg, schema=f"b_{uuid.uuid4().hex[:10]}")
+    await store.setup()
+    if kind == "postgres" and not indexed:
+
+        async def drop(conn: Any) -> None:
+            await conn.execute("DROP INDEX messages_search")
+
+        await store._tx(drop)  # type: ignore[attr-defined]
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+# -- 1. append throughput -------------------------------------------------------------------
+
+
+async def append_rate(kind: str, pg: str | None, n: int, indexed: bool) -> float:
+    """Messages per second of a chat's writes: one message per append over 20 sessions,
+    and in each session a fold commit of its 15 oldest live messages every 20 appends —
+    the fold commit being where SQLite and the memory store index (see sqlite_search)."""
+    items = [prepared(t, i) for i, t in enumerate(texts(n, seed=n))]
+    async with open_kind(kind, pg, indexed=indexed) as store:
+        ctx = contextlib.nullcontext() if indexed else no_index(kind)
+        with ctx:
+            start = time.perf_counter()
+            for i, item in enumerate(items):
+                sid = f"s{i % 20}"
+                result = await store.append(sid, [item], T0)
+                stats = result.stats
+                if stats.live_count >= 20:
+                    lo, hi = stats.through_seq + 1, stats.through_seq + 15
+                    entry = LedgerEntry(session_id=sid, outcome="committed", lo=lo, hi=hi,
+                                        started_at=T0)
+                    commit = FoldCommit(sid, stats.summary_version, lo, hi, "summary", 10)
+                    await store.commit_fold(commit, entry)
+            elapsed = time.perf_counter() - start
+    return n / elapsed
+
+
+async def append_table(kinds: list[str], pg: str | None, n: int, rounds: int) -> list[list[str]]:
+    rows = []
+    for kind in kinds:
+        with_, without = [], []
+        for _ in range(rounds):  # A B A B: load hits both alike
+            without.append(await append_rate(kind, pg, n, indexed=False))
+            with_.append(await append_rate(kind, pg, n, indexed=True))
+        w, wo = statistics.median(with_), statistics.median(without)
+        rows.append(
+            [
+                kind,
+                f"{n:,}",
+                f"{wo:,.0f}",
+                f"{w:,.0f}",
+                f"{w / wo:.2f}",
+                "yes" if w / wo >= 0.8 else "NO",
+            ]
+        )
+    return rows
+
+
+# -- 2. search latency ------------------------------------------------------------------------
+
+
+async def fill(store: Store, n: int) -> None:
+    batch = 500
+    all_texts = texts(n, seed=1)
+    for lo in range(0, n, batch):
+        chunk = [prepared(t, lo + i) for i, t in enumerate(all_texts[lo : lo + batch])]
+        await store.append("big", chunk, T0)
+    hi = n - n // 100
+    entry = LedgerEntry(session_id="big", outcome="committed", lo=1, hi=hi, started_at=T0)
+    await store.commit_fold(FoldCommit("big", 0, 1, hi, "summary", 10), entry)
+
+
+async def search_latency(kind: str, pg: str | None, n: int, q: int) -> list[str]:
+    async with open_kind(kind, pg) as store:
+        start = time.perf_counter()
+        await fill(store, n)
+        built = time.perf_counter() - start
+        qs = queries(q)
+        for terms in qs[:20]:  # warm up caches
+            await store.search("big", terms, folded=True)
+        times = []
+        hits = 0
+        for terms in qs:
+            t = time.perf_counter()
+            found = await store.search("big", terms, folded=True, limit=20)
+            times.append((time.perf_counter() - t) * 1000)
+            hits += len(found)
+    times.sort()
+    p50 = times[len(times) // 2]
+    p99 = times[min(len(times) - 1, int(len(times) * 0.99))]
+    return [kind, f"{n:,}", str(q), f"{p50:.2f}", f"{p99:.2f}", f"{hits / q:.1f}", f"{built:.0f}"]
+
+
+@contextlib.contextmanager
+def scratch_database(admin: str) -> Iterator[str]:
+    import psycopg
+
+    name = f"cf_bench_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield admin.rsplit("/", 1)[0] + "/" + name
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--quick", action="store_true", help="2,000 appends and a 20,000-message session"
+    )
+    parser.add_argument(
+        "--pg",
+        default="postgresql://postgres@127.0.0.1:5432/postgres",
+        help="PostgreSQL admin URL (a scratch database is made)",
+    )
+    parser.add_argument("--no-pg", action="store_true", help="Skip PostgreSQL")
+    args = parser.parse_args()
+    n_append = 2000 if args.quick else 5000
+    n_session = 20_000 if args.quick else 100_000
+    n_queries = 200 if args.quick else 500
+    rounds = 2 if args.quick else 3
+
+    def run(pg: str | None) -> tuple[list[list[str]], list[list[str]]]:
+        kinds = ["memory", "sqlite"] + (["postgres"] if pg else [])
+        appends = asyncio.run(append_table(kinds, pg, n_append, rounds))
+        searches = [asyncio.run(search_latency(k, pg, n_session, n_queries)) for k in kinds]
+        return appends, searches
+
+    if args.no_pg:
+        appends, searches = run(None)
+    else:
+        with scratch_database(args.pg) as url:
+            appends, searches = run(url)
+
+    a_head = ["store", "appends", "msgs/s without index", "msgs/s with index", "ratio", ">= 0.8"]
+    s_head = ["store", "session messages", "queries", "p50 ms", "p99 ms", "hits/query", "build s"]
+    a_table, s_table = table(a_head, appends), table(s_head, searches)
+    print(a_table, "\n", s_table, sep="\n")
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "recall_store.md").write_text(
+        "# Search in the stores\n\n"
+        f"Produced by `python benchmarks/bench_recall_store.py{' --quick' if args.quick else ''}`"
+        f" on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Timings were taken on a "
+        "shared machine: compare the numbers within one table (same run), not across runs.\n\n"
+        "## Append throughput, with the full-text index vs without\n\n"
+        "One chat message (12-60 words) per `store.append`, spread over 20 sessions, and in "
+        "each session a fold commit of its 15 oldest live messages every 20 appends (SQLite "
+        "and the memory store index a session's messages in its fold commit; PostgreSQL in "
+        "the append); the variants interleaved, median of the rounds. Without = the same "
+        "store code with the index write left out (PostgreSQL: an empty `tsvector`, no GIN "
+        "index).\n\n"
+        f"{a_table}\n\n"
+        "## Search latency on one large session\n\n"
+        "`store.search(session, terms, folded=True, limit=20)`, 1-4 query words drawn from "
+        "the Zipf vocabulary (so many queries contain frequent words); 99% of the session "
+        "folded; build = filling the session in batches of 500 plus one fold commit.\n\n"
+        f"{s_table}\n"
+    )
+
+
+if __name__ == "__main__":
+    main()

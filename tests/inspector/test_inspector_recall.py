@@ -1,0 +1,83 @@
+"""The inspector marks the turns recall brought back: in a real browser, a session with
+recall on whose newest question is about a fact the summary lost shows a "recalled" row
+in its context view, and the caption names the recalled seqs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .live import Served
+from .test_inspector_browser import _chromium, _login
+
+playwright_api = pytest.importorskip(
+    "playwright.sync_api", reason='needs Playwright: pip install -e ".[dev]"'
+)
+expect = playwright_api.expect
+Page = playwright_api.Page
+
+SESSION = "locker-codes"
+
+
+def _seed_recall_session(served: Served) -> list[int]:
+    """A session with recall on: 60 locker codes, small talk that folds them away, then a
+    question about one of them. Returns the recalled seqs the API reports."""
+    with served.client() as http:
+        assert http.put(f"/v1/sessions/{SESSION}/settings",
+                        json={"recall": True, "budget": 600}).status_code == 200
+        turns = []
+        for i in range(60):
+            turns.append({"role": "user", "content": f"The locker code for room {i} is "
+                          f"{7000 + i * 13}."})
+            turns.append({"role": "assistant", "content": f"Noted the code of room {i}."})
+        for i in range(100):
+            turns.append({"role": "user" if i % 2 == 0 else "assistant",
+                          "content": f"Turn {i}: more about the garden, tomatoes and the weather."})
+        turns.append({"role": "user", "content": "What was the locker code for room 43?"})
+        for lo in range(0, len(turns), 50):
+            r = http.post(f"/v1/sessions/{SESSION}/messages", json={"messages": turns[lo:lo + 50]})
+            assert r.status_code == 200, r.text
+        while http.post(f"/v1/sessions/{SESSION}/fold", json={}).json().get("status") == (
+                "committed"):
+            pass  # folds the policy asks for, however the server runs them
+        ctx = http.get(f"/v1/sessions/{SESSION}/inspect/context").json()
+    recalled: list[int] = ctx["recalled"]
+    kinds = [m["kind"] for m in ctx["messages"]]
+    assert kinds.count("recalled") == (1 if recalled else 0)
+    return recalled
+
+
+@pytest.fixture
+def page(served: Served) -> Iterator[Page]:
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        pg = context.new_page()
+        errors: list[str] = []
+        pg.on("pageerror", lambda exc: errors.append(str(exc)))
+        pg.set_default_timeout(15_000)
+        try:
+            yield pg
+        finally:
+            browser.close()
+        assert errors == [], errors
+
+
+def test_recalled_turns_are_marked_in_the_context_view(
+    page: Page, served: Served, tmp_path: Path
+) -> None:
+    recalled = _seed_recall_session(served)
+    assert 87 in recalled  # room 43's turn, folded long ago
+    _login(page, served)
+    page.get_by_role("link", name=SESSION).click()
+    rows = page.locator("#now-table tbody tr")
+    marked = page.locator("#now-table tbody tr.recalled")
+    expect(marked).to_have_count(1)
+    expect(marked.locator(".badge")).to_have_text("recalled")
+    expect(marked.locator("td.content")).to_contain_text("7559")  # room 43's code
+    expect(page.locator("#now-caption")).to_contain_text("recalled for the newest question")
+    expect(page.locator("#now-caption")).to_contain_text("87")
+    expect(rows.last).to_contain_text("What was the locker code for room 43?")
+    page.screenshot(path=str(tmp_path / "recalled.png"))
