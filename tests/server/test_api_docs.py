@@ -45,6 +45,9 @@ def test_the_service_has_no_cdn_docs(tmp_path: Path) -> None:
     from contextfold.server.app import create_app
 
     app = create_app(store_url=f"sqlite:///{tmp_path / 'service.db'}")
-    paths = {getattr(r, "path", None) for r in app.routes}
-    assert "/docs" in paths and "/redoc" not in paths
-    assert app.docs_url is None  # FastAPI's own CDN page is off
+    assert app.docs_url is None and app.redoc_url is None  # FastAPI's own CDN pages are off
+    with TestClient(app) as client:
+        page = client.get("/docs")
+        assert page.status_code == 200 and "cdn" not in page.text.lower()
+        assert "/docs/assets/swagger-ui-bundle.js" in page.text
+        assert client.get("/redoc").status_code == 404
