@@ -238,6 +238,20 @@ def test_dev_mode_skips_keys_on_loopback_only(served: Served) -> None:
             assert keyed.json()["total"] == 6  # a key still means its tenant
             bad = c.get("/v1/inspect/sessions", headers={"Authorization": "Bearer nope"})
             assert bad.status_code == 401
+            # every session route too, writes included (the TypeScript quick start's path)
+            put = c.put("/v1/sessions/dev-chat/settings", json={"budget": 600})
+            assert put.status_code == 200, put.text
+            added = c.post("/v1/sessions/dev-chat/messages",
+                           json={"messages": [{"role": "user", "content": "hi", "id": "m1"}]})
+            assert added.status_code == 200, added.text
+            assert c.get("/v1/sessions/dev-chat/context").status_code == 200
+            assert c.get("/v1/sessions/dev-chat/inspect").json()["messages"] == 1
+            assert c.post("/v1/sessions/dev-chat/fold", json={"force": True}).status_code == 200
+            assert [s["session_id"] for s in c.get("/v1/sessions").json()["sessions"]] == [
+                "dev-chat"]
+            other = c.get("/v1/sessions/dev-chat/context",
+                          headers={"Authorization": f"Bearer {served.seeded.key}"})
+            assert other.status_code == 404  # the dev tenant's session, not the key's
     finally:
         stop(proc)
     refused = subprocess.run(

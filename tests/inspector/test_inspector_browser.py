@@ -342,6 +342,10 @@ def test_pagers_are_disabled_at_their_ends(page: Page, served: Served) -> None:
     expect(page.locator("#chart .fold").first).to_be_visible()
     expect(earlier).to_be_disabled()
     expect(latest).to_be_disabled()
+    # and they look it: the page's button colours hid the browser's disabled grey
+    expect(earlier).to_have_css("opacity", "0.5")
+    expect(latest).to_have_css("cursor", "not-allowed")
+    expect(page.get_by_role("button", name="Fold now")).to_have_css("opacity", "1")
 
 
 @pytest.mark.parametrize("width", [360, 600])

@@ -21,8 +21,14 @@ for (let day = 1; day <= 20; day++) {
   ]);
 }
 
+// the service folds in the background, off the request path: wait for the first fold
+let { summary } = await memory.summary(session);
+for (let tries = 0; summary === null && tries < 50; tries++) {
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  ({ summary } = await memory.summary(session));
+}
+console.log(`summary (version ${summary?.version}):\n${summary?.text}`);
+
 const context = await memory.context(session, { system: "You are a travel assistant." });
 console.log(`context: ${context.tokens} of ${context.budget} tokens, ` +
             `${context.messages.length} messages`);   // send context.messages to your model
-const { summary } = await memory.summary(session);
-console.log(`summary (version ${summary?.version}):\n${summary?.text}`);

@@ -11,7 +11,7 @@ let served: Served;
 let client: ContextFoldClient;
 
 before(async () => {
-  served = await serve();
+  served = await serve({ fold: "inline" });  // the append's answer carries its fold
   client = new ContextFoldClient({ baseUrl: served.url, apiKey: served.key("ts") });
 });
 

@@ -2,7 +2,7 @@
 // or CONTEXTFOLD_PYTHON pointing at that interpreter). If it does not come up, the error
 // carries what the server printed (a missing module, a port in use, …).
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -22,6 +22,9 @@ export interface ServeOptions {
   dev?: boolean;
   /** How long to wait for /healthz (default 60 s). */
   timeoutMs?: number;
+  /** The server's `fold` setting (default: the server's default). `inline` folds inside
+   * the append, so its answer carries the fold's outcome. */
+  fold?: "inline" | "background" | "deferred";
 }
 
 async function freePort(): Promise<number> {
@@ -44,6 +47,11 @@ export async function serve(options: ServeOptions = {}): Promise<Served> {
   const port = await freePort();
   const args = ["-m", "contextfold.cli", "serve", "--port", String(port), "--log-level",
                 "warning", ...(options.dev ? ["--dev"] : [])];
+  if (options.fold !== undefined) {
+    const config = join(home, "server.json");
+    writeFileSync(config, JSON.stringify({ fold: options.fold }));
+    args.push("--config", config);
+  }
   const child: ChildProcess = spawn(python, args, { env, stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   let spawnError: Error | undefined;

@@ -17,6 +17,7 @@ from .problems import PROBLEM_MEDIA_TYPE, Problem, ProblemError
 from .tenancy import SESSION_ID_PATTERN, ScopedSession, ServerState
 
 __all__ = [
+    "DEV_TENANT",
     "PROBLEM_RESPONSES",
     "SessionId",
     "current_tenant",
@@ -28,6 +29,10 @@ __all__ = [
 SessionId = Annotated[
     str, Path(pattern=SESSION_ID_PATTERN, description="The session's id (scoped to your tenant)")
 ]
+
+#: The tenant a request without a key acts as under ``contextfold serve --dev`` (loopback
+#: only; the app's ``state.contextfold_dev`` is set by :func:`.ui.install`).
+DEV_TENANT = "dev"
 
 
 def _problem(description: str) -> dict[str, Any]:
@@ -69,6 +74,9 @@ async def current_tenant(
     tenant = None
     if scheme.lower() == "bearer" and key.strip():
         tenant = await state.keys.resolve(key.strip())
+    elif not header and getattr(request.app.state, "contextfold_dev", False):
+        # dev mode, decided here: the session dependencies may call this function directly
+        tenant = Tenant(name=DEV_TENANT, key_id=DEV_TENANT)
     if tenant is None:
         raise ProblemError(
             401,

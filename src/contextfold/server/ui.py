@@ -11,21 +11,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
 
-from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
-from .deps import current_tenant, get_state
-from .keys import Tenant
-from .tenancy import ServerState
+from .deps import DEV_TENANT
 
 __all__ = ["DEV_ENV", "DEV_TENANT", "SECURITY_HEADERS", "STATIC_DIR", "install"]
 
 STATIC_DIR = Path(__file__).with_name("static")
 DEV_ENV = "CONTEXTFOLD_SERVER_DEV"
-DEV_TENANT = "dev"
 
 router = APIRouter(include_in_schema=False)
 
@@ -60,17 +56,6 @@ async def ui_config(request: Request) -> JSONResponse:
     return JSONResponse({"dev": dev, "dev_tenant": DEV_TENANT if dev else None})
 
 
-async def _dev_tenant(
-    request: Request, state: Annotated[ServerState, Depends(get_state)]
-) -> Tenant:
-    """Dev mode: a request with a key acts for the key's tenant, one without for ``dev``."""
-    if request.headers.get("authorization"):
-        return await current_tenant(request, state)
-    tenant = Tenant(name=DEV_TENANT, key_id="dev")
-    request.state.tenant = tenant
-    return tenant
-
-
 def install(app: FastAPI, *, dev: bool | None = None) -> None:
     """Add the inspector's routes and page to the service's app."""
     from .inspector_routes import router as inspector_router
@@ -79,6 +64,4 @@ def install(app: FastAPI, *, dev: bool | None = None) -> None:
     app.include_router(router)
     app.mount("/ui/static", StaticFiles(directory=STATIC_DIR), name="ui-static")
     dev = dev_mode() if dev is None else dev
-    app.state.contextfold_dev = dev
-    if dev:
-        app.dependency_overrides[current_tenant] = _dev_tenant
+    app.state.contextfold_dev = dev  # deps.current_tenant: no key -> the dev tenant
