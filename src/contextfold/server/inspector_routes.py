@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import dataclasses
 import json
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
@@ -156,6 +157,9 @@ async def inspect_series(
     tokens = {m.seq: m.tokens for m in rows}
     seqs = list(range(first, end + 1)) if end >= first else []
     points = context_series(tokens, versions, seqs, scoped.settings.budget)
+    if points and end == last:  # the newest point is no estimate: what context() gives now
+        now = await _received(memory, sid, scoped.settings.budget)
+        points[-1] = dataclasses.replace(points[-1], context_tokens=now.tokens)
     shown = [i for i, v in enumerate(versions) if first <= v.at_seq <= end]
     window = versions[max(0, shown[0] - 1): shown[-1] + 1] if shown else []
     skip = 1 if shown and shown[0] > 0 else 0
