@@ -32,8 +32,8 @@ from .policy import (
     all_of,
     any_of,
 )
-from .stores import MemoryStore, Store, open_store
 from .search_terms import query_terms
+from .stores import MemoryStore, Store, open_store
 from .stores.base import LedgerEntry, SearchHit, Summary
 from .summarizers.base import Summarizer, SummaryRequest, SummaryResult
 from .tokens import ApproximateCounter, TiktokenCounter, TokenCounter, get_counter

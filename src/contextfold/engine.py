@@ -57,8 +57,8 @@ from .outcomes import (
 )
 from .policy import FoldPlan, Policy, SessionStats, TokenBudget, evolve, safe_cuts
 from .privacy import Redactor
-from .recall import Recall, recall_into
 from .privacy.guard import PrivacyGuard
+from .recall import Recall, recall_into
 from .search_terms import search_terms
 from .stores import open_store
 from .stores.base import (
