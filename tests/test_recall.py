@@ -129,7 +129,7 @@ def test_recalled_fact_comes_back_within_budget(store_url: str, sid: str) -> Non
         assert mem.stats(sid).through_seq > 3  # type: ignore[union-attr]
         ctx = mem.context(sid, query="What is the name of the greyhound Caroline adopted?")
         assert ctx.tokens <= budget and ctx.tokens == recount(ctx)
-        assert ctx.recalled and all(s <= 3 for s in ctx.recalled)
+        assert 1 in ctx.recalled and max(ctx.recalled) <= mem.stats(sid).through_seq  # type: ignore[union-attr]
         block = [m for m in ctx.messages if m.text.startswith(RECALL_HEADER)]
         assert len(block) == 1 and block[0].role == "user"
         assert "Biscuit" in block[0].text and "7 May 2023" in block[0].text

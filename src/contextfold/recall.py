@@ -110,11 +110,11 @@ class Recall:
     head and tail, to this size.
     """
 
-    share: float = 0.35
-    min_coverage: float = 0.34
+    share: float = 0.5
+    min_coverage: float = 0.1
     min_matched: int = 2
     limit: int = 40
-    neighbours: int = 2
+    neighbours: int = 4
     gate: Gate = "past"
     max_message_tokens: int = 400
 
@@ -466,7 +466,9 @@ def build_block(spans: Sequence[tuple[int, Sequence[int]]],
                 counter: TokenCounter, room: int, options: Recall,
                 summary_text: str | None = None) -> RecallBlock | None:
     """The best spans that fit ``room`` tokens (greedy, best first; a span that does not
-    fit is skipped for a smaller one), merged where they overlap; None when none fits.
+    fit is skipped for a smaller one), merged where they overlap; then, while room is
+    left, the turns around the hits shown, nearest first, best hit first, up to
+    ``options.neighbours`` away. None when nothing fits.
     A message the summary already quotes whole is left out (it adds nothing), and with a
     hit so quoted its whole span (the turns around it were there for it)."""
     quoted = _one_line(summary_text) if summary_text else ""
@@ -477,23 +479,33 @@ def build_block(spans: Sequence[tuple[int, Sequence[int]]],
     def known(item: StoredMessage) -> bool:
         return bool(quoted) and len(item.text) > 24 and _one_line(item.text) in quoted
 
-    for hit, span in spans:
-        if hit in messages and known(messages[hit]):
-            continue
-        new = [messages[s] for s in span if s not in chosen and s in messages]
+    def take(seqs: Sequence[int]) -> None:
+        """Add the messages of ``seqs`` not shown yet, all or none, if they fit."""
+        nonlocal used
+        new = [messages[s] for s in seqs if s not in chosen and s in messages]
         new = [m for m in new if not known(m)]
         if not new:
-            continue
+            return
         cost = 0
         for item in new:
             if item.seq not in lines:
                 lines[item.seq] = message_line(item, counter, options.max_message_tokens)
             cost += counter.count(lines[item.seq]) + 2  # newline, date or gap lines
-        if used + cost > room:
-            continue
-        used += cost
-        for item in new:
-            chosen[item.seq] = item
+        if used + cost <= room:
+            used += cost
+            for item in new:
+                chosen[item.seq] = item
+
+    hits = [(hit, span) for hit, span in spans
+            if not (hit in messages and known(messages[hit]))]
+    for _, span in hits:
+        take(span)
+    # room left: the turns around the best hits, nearest first, up to ``neighbours`` away
+    for d in range(1, options.neighbours + 1):
+        for hit, _ in hits:
+            if hit in chosen:
+                take([hit - d])
+                take([hit + d])
     while chosen:
         text = render_block(_runs(chosen), lines)
         message = _block_message(text)
