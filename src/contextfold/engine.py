@@ -404,8 +404,8 @@ class AsyncMemory:
         key: str | None = None,
         lease: Lease | None = None,
     ) -> FoldOutcome:
-        """Fold now if the policy says so (``force=True``: fold every live message up to
-        the last safe cut). Returns a typed outcome; raises only with ``raise_errors``.
+        """Fold now if the policy says so (``force=True``: fold every live message but the
+        policy's newest ``keep_last``, up to a safe cut). Returns a typed outcome; raises only with ``raise_errors``.
         ``lease`` (from ``store.claim_due``) fences the commit and is named in the ledger."""
         sid = _check_session_id(session_id)
         if sid in self._inflight:
@@ -466,9 +466,11 @@ class AsyncMemory:
         if not fired and not self._over_budget(stats):
             return None
         plan: FoldPlan | None
-        if force:
-            cuts = safe_cuts(live)
-            plan = FoldPlan(live[0].seq, live[cuts[-1] - 1].seq, "forced") if cuts[-1] else None
+        if force:  # everything but the policy's newest keep_last, up to a safe cut
+            keep = self._keep_last
+            cut = max(c for c in safe_cuts(live) if c <= max(0, len(live) - keep))
+            reason = f"forced (the newest {keep} kept)" if keep else "forced"
+            plan = FoldPlan(live[0].seq, live[cut - 1].seq, reason) if cut else None
         else:
             plan = self.policy.plan(stats, live, now) if fired else None
             over = self._budget_plan(stats, live, now)
