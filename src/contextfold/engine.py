@@ -48,6 +48,7 @@ from .messages import (
     check_text,
     coerce_message,
     make_stored,
+    stamp_batch,
 )
 from .outcomes import (
     AddResult,
@@ -270,7 +271,8 @@ class AsyncMemory:
         *,
         now: datetime | None = None,
     ) -> list[PreparedMessage]:
-        """Validate and timestamp messages (no I/O); each is counted when a store first
+        """Validate and timestamp messages (no I/O): one without a timestamp takes its
+        neighbour's in the batch, else ``now``; each is counted when a store first
         needs its tokens (a duplicate by client id never is). Raises ``ValidationError``.
         With ``session_id`` and ``redact_messages``, personal data is redacted first."""
         if now is None:
@@ -279,8 +281,8 @@ class AsyncMemory:
         cap = self.max_message_chars
         counter = self.counter
         out: list[PreparedMessage] = []
-        for raw in messages:
-            msg = coerce_message(raw, now)  # a Message is valid text by construction
+        batch = [coerce_message(raw) for raw in messages]  # valid text by construction
+        for msg in stamp_batch(batch, now):  # untimed ones take a neighbour's time
             if redact:
                 assert session_id is not None
                 msg = self.privacy.message(msg, session_id)
@@ -405,8 +407,9 @@ class AsyncMemory:
         lease: Lease | None = None,
     ) -> FoldOutcome:
         """Fold now if the policy says so (``force=True``: fold every live message but the
-        policy's newest ``keep_last``, up to a safe cut). Returns a typed outcome; raises only with ``raise_errors``.
-        ``lease`` (from ``store.claim_due``) fences the commit and is named in the ledger."""
+        policy's newest ``keep_last``, up to a safe cut). Returns a typed outcome; raises
+        only with ``raise_errors``. ``lease`` (from ``store.claim_due``) fences the commit
+        and is named in the ledger."""
         sid = _check_session_id(session_id)
         if sid in self._inflight:
             return FoldOutcome(sid, "skipped", "a fold of this session is already running")
