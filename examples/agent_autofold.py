@@ -1,3 +1,4 @@
+# Install: pip install contextfold   # --model openai:…: pip install "contextfold[openai]"
 """An agent whose memory folds at the context limit and when the session goes idle.
 
 Settings come from a YAML file (``examples/agent_autofold.yaml``; defaults for missing

@@ -1,3 +1,4 @@
+# Install: pip install contextfold   # --model openai:…: pip install "contextfold[openai]"
 """An agent context pruner: a tool-using agent's transcript folded with the ``agent`` preset.
 
 The summary keeps the plan and goal, the most recent failing observation, key decisions and

@@ -1,3 +1,4 @@
+# Install: pip install contextfold   # --model openai:…: pip install "contextfold[openai]"
 """A privacy-first assistant that remembers turn digests, never the transcript.
 
 Every exchange becomes one digest line (turn, what the user wanted, what the assistant did,

@@ -1,3 +1,4 @@
+# Install: pip install contextfold   # --model openai:…: pip install "contextfold[openai]"
 """A personal assistant session with a rolling summary.
 
 The session folds when it holds more than 30 messages AND the oldest 20 of them hold more

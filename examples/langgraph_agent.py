@@ -1,3 +1,4 @@
+# Install: pip install "contextfold[langchain]"
 """A hand-built LangGraph agent whose memory folds at the context limit and when idle.
 
 The same use case as ``agent_autofold.py``, on real LangGraph: a ``StateGraph`` with an
@@ -28,14 +29,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import tool
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode, tools_condition
+try:
+    from langchain_core.language_models.chat_models import BaseChatModel
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.runnables import RunnableConfig
+    from langchain_core.tools import tool
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+except ImportError:  # the one line to act on, not a traceback
+    raise SystemExit('this example needs LangGraph: pip install "contextfold[langchain]"'
+                     ) from None
 
 from contextfold import AsyncMemory, FoldOutcome
 from contextfold.idle import IdleScheduler

@@ -1,3 +1,4 @@
+# Install: pip install contextfold   # --model openai:…: pip install "contextfold[openai]"
 """Simulation characters that remember: K memory cells each, newest first, plus a summary.
 
 Each tick every character may get one new memory. A character with K cells first folds its

@@ -127,9 +127,60 @@ def test_bad_transcript_line_is_a_clear_error(tmp_path: Path) -> None:
     assert "bad.jsonl:2" in result.output and "wizard" in result.output
 
 
-def test_show_unknown_session(tmp_path: Path) -> None:
-    result = CliRunner().invoke(cli, ["show", "nobody", "--db", str(tmp_path / "x.db")])
+def test_show_unknown_session(transcript: Path, tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    run("replay", str(transcript), "--max-tokens", "800", "--db", str(db), "--output", "stats")
+    result = CliRunner().invoke(cli, ["show", "nobody", "--db", str(db)])
     assert result.exit_code == 2 and "no session 'nobody'" in result.output
+
+
+@pytest.mark.parametrize("command", [["sessions"], ["show", "s"], ["stats"], ["fold", "s"]])
+def test_reading_a_missing_database_is_an_error_and_creates_nothing(
+    tmp_path: Path, command: list[str]
+) -> None:
+    db = tmp_path / "x" / "y.db"
+    result = CliRunner().invoke(cli, [*command, "--db", str(db)])
+    assert result.exit_code == 2 and "no contextfold database at" in result.output
+    assert not (tmp_path / "x").exists()
+
+
+def test_fold_of_an_unknown_session_is_an_error(transcript: Path, tmp_path: Path) -> None:
+    db = tmp_path / "f.db"
+    run("replay", str(transcript), "--max-tokens", "800", "--db", str(db), "--session", "chat",
+        "--output", "stats")
+    result = CliRunner().invoke(cli, ["fold", "chat", "nosuch", "--db", str(db)])
+    assert result.exit_code == 2 and "no session 'nosuch'" in result.output
+    assert "nothing was folded" in result.output
+
+
+def test_fold_states_its_budget_and_force_keeps_keep_last(
+    transcript: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "k.db"
+    run("replay", str(transcript), "--max-tokens", "100000", "--db", str(db), "--session",
+        "chat", "--output", "stats")
+    result = CliRunner().invoke(cli, ["fold", "chat", "--force", "--db", str(db)])
+    assert result.exit_code == 0
+    assert "policy: TokenBudget(4000, keep_last=2) (the default; --max-tokens N)" in (
+        result.output)
+    _, out = run("show", "chat", "--db", str(db), "--json")
+    assert [m["seq"] for m in json.loads(out)["messages"]] == [299, 300]
+    _, out = run("fold", "chat", "--force", "--keep-last", "0", "--db", str(db), "--json")
+    row = json.loads(out)[0]
+    assert row["status"] == "committed" and (row["lo"], row["hi"]) == (299, 300)
+    assert row["budget"] == 4000
+
+
+def test_sessions_shows_long_ids_whole(tmp_path: Path) -> None:
+    db, path = tmp_path / "s.db", tmp_path / "t.jsonl"
+    path.write_text('{"role": "user", "content": "hi"}\n')
+    sid = "tenant-7f3c2a91:conversation-" + "0123456789abcdef" * 4
+    run("replay", str(path), "--max-tokens", "800", "--db", str(db), "--session", sid,
+        "--output", "stats")
+    result = subprocess.run(
+        [sys.executable, "-m", "contextfold.cli", "sessions", "--db", str(db)],
+        capture_output=True, text=True, env={**os.environ, "COLUMNS": "80"}, check=True)
+    assert any(sid in line for line in result.stdout.splitlines()), result.stdout
 
 
 def test_store_urls_work_wherever_db_does(transcript: Path, tmp_path: Path) -> None:

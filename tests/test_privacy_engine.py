@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from contextfold import Memory, Message
+from contextfold import Memory, Message, TokenBudget
 from contextfold.errors import ConfigError
 from contextfold.llm.openai import OpenAIChat
 from contextfold.privacy import PLACEHOLDER, Redactor
@@ -19,6 +19,9 @@ from contextfold.stores.sqlite import SQLiteStore
 from contextfold.summarizers.extractive import ExtractiveSummarizer
 from contextfold.summarizers.llm import LLMSummarizer
 from contextfold.testing import FunctionSummarizer, OpenAIServer, ServerReply
+
+#: A forced fold keeps the policy's keep_last; these tests fold every message.
+ALL = TokenBudget(4000, keep_last=0)
 
 EMAIL = "jane.doe@example.com"
 PHONE = "+44 20 7946 0958"
@@ -62,7 +65,8 @@ def test_no_raw_pii_reaches_the_provider_the_summary_the_ledger_or_the_logs(
     with OpenAIServer() as server:
         chat = OpenAIChat("gpt-4o-mini", api_key="k", base_url=server.url)
         summarizer = LLMSummarizer(chat, extractive_fallback=False, fact_check=False)
-        mem = Memory(SQLiteStore(tmp_path / "m.db"), summarizer=summarizer, fold="manual")
+        mem = Memory(SQLiteStore(tmp_path / "m.db"), summarizer=summarizer, fold="manual",
+                     policy=ALL)
         try:
             sid = "jane"
             mem.add(sid, *FIRST)
@@ -114,7 +118,7 @@ def test_privacy_first_mode_stores_no_raw_pii_and_restores_in_the_app(tmp_path: 
     mem = Memory(
         SQLiteStore(db, retention="delete"),
         summarizer=summarizer,
-        fold="manual",
+        fold="manual", policy=ALL,
         redact_messages=True,
         reversible=True,
     )
@@ -137,7 +141,7 @@ def test_privacy_first_mode_stores_no_raw_pii_and_restores_in_the_app(tmp_path: 
     again = Memory(
         SQLiteStore(db, retention="delete"),
         summarizer=summarizer,
-        fold="manual",
+        fold="manual", policy=ALL,
         redact_messages=True,
         reversible=True,
     )
@@ -155,7 +159,7 @@ def test_privacy_first_mode_stores_no_raw_pii_and_restores_in_the_app(tmp_path: 
 
 
 def test_tool_call_arguments_stay_valid_json_when_redacted() -> None:
-    mem = Memory(MemoryStore(), fold="manual", redact_messages=True)
+    mem = Memory(MemoryStore(), fold="manual", policy=ALL, redact_messages=True)
     try:
         call = {
             "id": "c1",
@@ -186,13 +190,13 @@ def test_defaults_depend_on_whether_the_summarizer_may_send_text_away() -> None:
         return "The user shared contact details."
 
     remote = FunctionSummarizer(record)  # no needs_redaction: treated as a remote model
-    with Memory(MemoryStore(), summarizer=remote, fold="manual") as mem:
+    with Memory(MemoryStore(), summarizer=remote, fold="manual", policy=ALL) as mem:
         mem.add("a", Message(role="user", content=f"mail {EMAIL}"))
         mem.fold("a", force=True)
     assert seen == ["mail <EMAIL_1>"]
 
     local = ExtractiveSummarizer()
-    with Memory(MemoryStore(), summarizer=local, fold="manual") as mem:
+    with Memory(MemoryStore(), summarizer=local, fold="manual", policy=ALL) as mem:
         assert not mem.engine.privacy.summarizer_input and mem.engine.privacy.summary
         mem.add("b", Message(role="user", content=f"Please mail the contract to {EMAIL} today."))
         mem.fold("b", force=True)
@@ -200,7 +204,8 @@ def test_defaults_depend_on_whether_the_summarizer_may_send_text_away() -> None:
         assert summary is not None and EMAIL not in summary.text
 
     seen.clear()
-    with Memory(MemoryStore(), summarizer=remote, fold="manual", redactor=False) as mem:
+    with Memory(MemoryStore(), summarizer=remote, fold="manual", policy=ALL,
+                redactor=False) as mem:
         mem.add("c", Message(role="user", content=f"mail {EMAIL}"))
         mem.fold("c", force=True)
         summary = mem.summary("c")
@@ -216,7 +221,8 @@ def test_user_redactor_and_bad_combinations() -> None:
 
     fn = FunctionSummarizer(first_text)
     redactor = Redactor(email=False, patterns={"TICKET": r"\bT-\d{5}\b"})
-    with Memory(MemoryStore(), summarizer=fn, fold="manual", redactor=redactor) as mem:
+    with Memory(MemoryStore(), summarizer=fn, fold="manual", policy=ALL,
+                redactor=redactor) as mem:
         mem.add("u", Message(role="user", content=f"{EMAIL} about T-12345"))
         mem.fold("u", force=True)
     assert seen == [f"{EMAIL} about <TICKET_1>"]
@@ -230,7 +236,7 @@ def test_placeholders_never_grow_on_refold() -> None:
     """The summary is redacted, fed back as the previous summary and redacted again:
     idempotence keeps it byte-identical, so folds never inflate placeholders."""
     fn = FunctionSummarizer(lambda req: (req.previous + " " + req.messages[0].text).strip())
-    with Memory(MemoryStore(), summarizer=fn, fold="manual") as mem:
+    with Memory(MemoryStore(), summarizer=fn, fold="manual", policy=ALL) as mem:
         mem.add("r", Message(role="user", content=f"a {EMAIL}"))
         mem.fold("r", force=True)
         mem.add("r", Message(role="user", content=f"b {EMAIL} {PHONE}"))
@@ -248,7 +254,8 @@ def test_ledger_error_text_is_always_redacted(caplog: pytest.LogCaptureFixture) 
         raise RuntimeError(f"upstream rejected {EMAIL} with card {CARD}")
 
     with Memory(
-        MemoryStore(), summarizer=FunctionSummarizer(boom), fold="manual", redactor=False
+        MemoryStore(), summarizer=FunctionSummarizer(boom), fold="manual", policy=ALL,
+        redactor=False
     ) as mem:
         mem.add("e", Message(role="user", content="hello"))
         outcome = mem.fold("e", force=True)

@@ -51,6 +51,7 @@ from .messages import (
     check_text,
     coerce_message,
     make_stored,
+    stamp_batch,
 )
 from .outcomes import (
     AddResult,
@@ -297,7 +298,8 @@ class AsyncMemory:
         *,
         now: datetime | None = None,
     ) -> list[PreparedMessage]:
-        """Validate and timestamp messages (no I/O); each is counted when a store first
+        """Validate and timestamp messages (no I/O): one without a timestamp takes its
+        neighbour's in the batch, else ``now``; each is counted when a store first
         needs its tokens (a duplicate by client id never is). Raises ``ValidationError``.
         With ``session_id`` and ``redact_messages``, personal data is redacted first."""
         if now is None:
@@ -306,8 +308,8 @@ class AsyncMemory:
         cap = self.max_message_chars
         counter = self.counter
         out: list[PreparedMessage] = []
-        for raw in messages:
-            msg = coerce_message(raw, now)  # a Message is valid text by construction
+        batch = [coerce_message(raw) for raw in messages]  # valid text by construction
+        for msg in stamp_batch(batch, now):  # untimed ones take a neighbour's time
             if redact:
                 assert session_id is not None
                 msg = self.privacy.message(msg, session_id)
@@ -451,9 +453,10 @@ class AsyncMemory:
         key: str | None = None,
         lease: Lease | None = None,
     ) -> FoldOutcome:
-        """Fold now if the policy says so (``force=True``: fold every live message up to
-        the last safe cut). Returns a typed outcome; raises only with ``raise_errors``.
-        ``lease`` (from ``store.claim_due``) fences the commit and is named in the ledger."""
+        """Fold now if the policy says so (``force=True``: fold every live message but the
+        policy's newest ``keep_last``, up to a safe cut). Returns a typed outcome; raises
+        only with ``raise_errors``. ``lease`` (from ``store.claim_due``) fences the commit
+        and is named in the ledger."""
         sid = _check_session_id(session_id)
         if sid in self._inflight:
             return FoldOutcome(sid, "skipped", "a fold of this session is already running")
@@ -515,9 +518,11 @@ class AsyncMemory:
         if not fired and not self._over_budget(stats):
             return None
         plan: FoldPlan | None
-        if force:
-            cuts = safe_cuts(live)
-            plan = FoldPlan(live[0].seq, live[cuts[-1] - 1].seq, "forced") if cuts[-1] else None
+        if force:  # everything but the policy's newest keep_last, up to a safe cut
+            keep = self._keep_last
+            cut = max(c for c in safe_cuts(live) if c <= max(0, len(live) - keep))
+            reason = f"forced (the newest {keep} kept)" if keep else "forced"
+            plan = FoldPlan(live[0].seq, live[cut - 1].seq, reason) if cut else None
         else:
             plan = self.policy.plan(stats, live, now) if fired else None
             over = self._budget_plan(stats, live, now)

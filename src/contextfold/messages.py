@@ -32,6 +32,7 @@ __all__ = [
     "check_sequence",
     "coerce_message",
     "render_text",
+    "stamp_batch",
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -414,6 +415,25 @@ def coerce_message(
     raise ValidationError(
         f"expected a Message or a dict, got {type(value).__name__}: {value!r:.80}"
     )
+
+
+def stamp_batch(messages: list[Message], now: datetime) -> list[Message]:
+    """Give every message of one batch a timestamp. A message without one takes its
+    neighbour's when the batch has any (the one before it, else the first after it): a
+    user turn stamped 09:14 and its answer sent without a time belong together, not
+    months apart at the moment of the upload. A batch with none is stamped ``now``."""
+    if all(m.timestamp is not None for m in messages):
+        return messages
+    known = next((m.timestamp for m in messages if m.timestamp is not None), None)
+    out: list[Message] = []
+    last = known if known is not None else now
+    for m in messages:
+        if m.timestamp is None:
+            out.append(with_timestamp(m, last))
+        else:
+            last = m.timestamp
+            out.append(m)
+    return out
 
 
 def render_text(message: Message) -> str:

@@ -28,6 +28,7 @@ from contextfold import (
     Message,
     MessageCount,
     TextPart,
+    TokenBudget,
     ToolCall,
     ValidationError,
 )
@@ -345,7 +346,7 @@ def test_media_parts_are_stored_unchanged_and_summarized_as_placeholders(
             m["content"] for m in MEDIA_MSGS
         ]  # the fold did not touch the stored parts
 
-    _run(stores, body)
+    _run(stores, body, policy=TokenBudget(4000, keep_last=0))  # force: fold them all
 
 
 @pytest.mark.parametrize("which", ["extractive", "llm"])

@@ -25,6 +25,7 @@ from contextfold.summarizers.base import SummaryRequest, SummaryResult
 from contextfold.testing import check_invariant
 from contextfold.testing.provider_rules import check_provider_rules
 
+KEEP_LAST = 2  # the policy's: a forced fold keeps them too
 SID = "s"
 
 
@@ -69,14 +70,15 @@ class Model:
         return open_calls
 
     def last_safe_cut(self) -> int:
-        """The seq a forced fold folds through: the last point with no call open."""
+        """The seq a forced fold folds through: the last point with no call open that
+        leaves the policy's newest ``KEEP_LAST`` messages live."""
         cut, open_calls = self.through, set[str]()
         for seq in range(self.through + 1, len(self.messages) + 1):
             m = self.messages[seq - 1]
             if m.role == "tool":
                 open_calls.discard(m.tool_call_id or "")
             open_calls.update(c.id for c in m.tool_calls)
-            if not open_calls:
+            if not open_calls and seq <= len(self.messages) - KEEP_LAST:
                 cut = seq
         return cut
 
@@ -113,7 +115,7 @@ class MemoryMachine(RuleBasedStateMachine):
 
     def _memory(self, store: Store) -> AsyncMemory:
         return AsyncMemory(store, summarizer=self.summarizer, fold="manual",
-                           policy=MessageCount(6, keep_last=2), tokenizer="approx")
+                           policy=MessageCount(6, keep_last=KEEP_LAST), tokenizer="approx")
 
     def run(self, coro: Any) -> Any:
         return self.loop.run_until_complete(coro)

@@ -232,3 +232,17 @@ def test_health_ready_metrics_openapi(server: Served, alice: httpx.Client) -> No
     doc = httpx.get(f"{server.url}/openapi.json").json()
     assert "/v1/sessions/{session_id}/context" in doc["paths"]
     assert httpx.get(f"{server.url}/docs").status_code == 200
+
+
+def test_a_forced_fold_keeps_the_sessions_keep_last(alice: httpx.Client) -> None:
+    s = sid()
+    r = alice.put(f"/v1/sessions/{s}/settings", json={"policy": "message_count",
+                                                      "max_messages": 100, "keep_last": 4,
+                                                      "budget": 100_000})
+    assert r.status_code == 200, r.text
+    chat(alice, s, 5)  # 10 messages, no fold due
+    fold = alice.post(f"/v1/sessions/{s}/fold", json={"force": True}).json()
+    assert fold["status"] == "committed", fold
+    assert (fold["lo"], fold["hi"]) == (1, 6)
+    live = alice.get(f"/v1/sessions/{s}/messages", params={"include_folded": "false"}).json()
+    assert [m["seq"] for m in live["messages"]] == [7, 8, 9, 10]

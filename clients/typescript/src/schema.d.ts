@@ -133,7 +133,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Fold now if the policy says so (force: fold all it safely can) */
+        /** Fold now if the policy says so (force: all but the newest keep_last) */
         post: operations["fold_session"];
         delete?: never;
         options?: never;
@@ -581,7 +581,7 @@ export interface components {
         FoldRequest: {
             /**
              * Force
-             * @description Fold every live message up to the last safe cut
+             * @description Fold every live message but the newest keep_last (the session's setting), up to the last safe cut
              * @default false
              */
             force: boolean;

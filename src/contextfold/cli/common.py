@@ -99,6 +99,23 @@ def open_memory(db: str | Path | None, **options: Any) -> Memory:
     return Memory(store_url(db), **options)
 
 
+def require_store(db: str | Path | None) -> None:
+    """For commands that only read or fold what is stored: a SQLite file that does not
+    exist is an error (exit 2), never a new empty database and its directories."""
+    url = store_url(db)
+    if url.startswith("sqlite:///"):
+        path = Path(url.removeprefix("sqlite:///"))
+        if not path.exists():
+            fail(f"no contextfold database at {str(path)!r}: nothing is stored there yet "
+                 "(`contextfold demo` or `contextfold replay` create one; --db names another)")
+
+
+def open_existing(db: str | Path | None, **options: Any) -> Memory:
+    """:func:`open_memory` for a store that must already exist (see :func:`require_store`)."""
+    require_store(db)
+    return open_memory(db, **options)
+
+
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
 

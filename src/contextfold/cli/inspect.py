@@ -10,8 +10,11 @@ import click
 from rich.table import Table
 
 from ..policy import SessionStats
-from .common import console, db_option, emit_json, fail, guard, open_memory
+from .common import console, db_option, emit_json, fail, guard, open_existing, require_store
 from .render import message_line
+
+#: The TokenBudget ``fold`` uses without --max-tokens (the library's default policy).
+DEFAULT_FOLD_BUDGET = 4000
 
 
 def _session_row(s: SessionStats) -> dict[str, Any]:
@@ -33,12 +36,14 @@ def _session_row(s: SessionStats) -> dict[str, Any]:
 @guard
 def sessions(limit: int, as_json: bool, db: str | None) -> None:
     """List sessions, most recently active first."""
-    with open_memory(db) as memory:
+    with open_existing(db) as memory:
         rows = [_session_row(s) for s in memory.sessions(limit=limit)]
     if as_json:
         emit_json(rows)
         return
     table = Table("session", "messages", "live", "live tokens", "folded through", "last activity")
+    longest = max((len(r["session"]) for r in rows), default=0)
+    table.columns[0].min_width = longest  # ids are shown whole, however narrow the terminal
     for r in rows:
         table.add_row(
             r["session"],
@@ -48,7 +53,11 @@ def sessions(limit: int, as_json: bool, db: str | None) -> None:
             str(r["folded_through"]),
             r["last_activity"] or "",
         )
-    console.print(table if rows else "[dim]no sessions yet — try `contextfold demo`[/]")
+    if not rows:
+        console.print("[dim]no sessions yet — try `contextfold demo`[/]")
+        return
+    # wider than the terminal if an id needs it: a cut id cannot be copied into a command
+    console.print(table, width=max(console.width, longest + 80), crop=False)
 
 
 @click.command()
@@ -59,7 +68,7 @@ def sessions(limit: int, as_json: bool, db: str | None) -> None:
 @guard
 def show(session_id: str, show_all: bool, as_json: bool, db: str | None) -> None:
     """Show a session: its summary and its live messages."""
-    with open_memory(db) as memory:
+    with open_existing(db) as memory:
         stats = memory.stats(session_id)
         if stats is None:
             fail(f"no session {session_id!r} in this database (see `contextfold sessions`)")
@@ -105,7 +114,7 @@ def show(session_id: str, show_all: bool, as_json: bool, db: str | None) -> None
 @guard
 def stats(session_id: str | None, as_json: bool, show_ledger: int, db: str | None) -> None:
     """Fold ledger totals: folds, failures, summarizer tokens (one session or all)."""
-    with open_memory(db) as memory:
+    with open_existing(db) as memory:
         usage = memory.usage(session_id)
         rows = memory.ledger(session_id, limit=show_ledger) if show_ledger else []
     if as_json:
@@ -153,7 +162,11 @@ def stats(session_id: str | None, as_json: bool, show_ledger: int, db: str | Non
 
 @click.command()
 @click.argument("session_ids", nargs=-1)
-@click.option("--force", is_flag=True, help="Fold every live message (up to the last safe cut).")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Fold every live message but the newest --keep-last (up to a safe cut), due or not.",
+)
 @click.option(
     "--due",
     is_flag=True,
@@ -171,7 +184,15 @@ def stats(session_id: str | None, as_json: bool, show_ledger: int, db: str | Non
     "--max-tokens",
     type=click.IntRange(min=64),
     default=None,
-    help="Budget for the default TokenBudget policy.",
+    help=f"Budget of the TokenBudget policy (default {DEFAULT_FOLD_BUDGET}): fold when a session's "
+    "context is over it.",
+)
+@click.option(
+    "--keep-last",
+    type=click.IntRange(min=0),
+    default=2,
+    show_default=True,
+    help="Newest messages always kept verbatim, by a policy fold and by --force alike.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @db_option
@@ -182,11 +203,14 @@ def fold(
     due: bool,
     settings_path: Path | None,
     max_tokens: int | None,
+    keep_last: int,
     as_json: bool,
     db: str | None,
 ) -> None:
-    """Fold sessions now (when their policy fires, or all live messages with --force),
-    or with --due every session whose due time (an idle timeout, a deferred fold) has come."""
+    """Fold sessions now (when their policy fires, or with --force all live messages but
+    the newest --keep-last), or with --due every session whose due time (an idle timeout,
+    a deferred fold) has come. The policy used is printed first: a TokenBudget of
+    --max-tokens (default 4000) unless --settings names agent settings."""
     from ..policy import TokenBudget
 
     if not session_ids and not due:
@@ -196,16 +220,29 @@ def fold(
         from ..settings import AgentSettings
 
         options.update(AgentSettings.load(settings_path).options())
-    elif max_tokens:
-        options["policy"] = TokenBudget(max_tokens)
+    else:
+        options["policy"] = TokenBudget(max_tokens or DEFAULT_FOLD_BUDGET, keep_last=keep_last)
+    require_store(db)
     if due:
         _fold_due(db, options, as_json)
         return
-    with open_memory(db, **options) as memory:
+    with open_existing(db, **options) as memory:
+        missing = [s for s in session_ids if memory.stats(s) is None]
+        if missing:
+            fail(f"no session {', '.join(map(repr, missing))} in this database "
+                 "(see `contextfold sessions`); nothing was folded")
         batch = memory.fold_many(session_ids, force=force)
+    policy = options["policy"]
+    budget = getattr(policy, "max_tokens", None)
+    if not as_json:
+        described = (f"TokenBudget({budget}, keep_last={keep_last})" if settings_path is None
+                     else f"the agent settings in {settings_path}")
+        default = "" if max_tokens or settings_path else " (the default; --max-tokens N)"
+        console.print(f"[dim]policy: {described}{default}[/]")
     rows = [
         {
             "session": s,
+            "budget": budget,
             "status": o.status,
             "lo": o.lo,
             "hi": o.hi,

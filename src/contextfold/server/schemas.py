@@ -289,7 +289,9 @@ class LedgerResponse(BaseModel):
 class FoldRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     force: bool = Field(
-        default=False, description="Fold every live message up to the last safe cut"
+        default=False,
+        description="Fold every live message but the newest keep_last (the session's "
+        "setting), up to the last safe cut",
     )
 
 

@@ -244,7 +244,7 @@ async def get_ledger(
             "already running (fold_conflict)"
         }
     },
-    summary="Fold now if the policy says so (force: fold all it safely can)",
+    summary="Fold now if the policy says so (force: all but the newest keep_last)",
 )
 async def fold_session(
     scoped: Existing, state: State, body: Annotated[FoldRequest | None, Body()] = None
