@@ -35,6 +35,8 @@ extra O(1) stats read (plus one read of the live messages after a fold).
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any
 
@@ -46,7 +48,7 @@ try:
         ModelResponse,
         PrivateStateAttr,
     )
-    from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, SystemMessage
+    from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage
     from langchain_core.utils.function_calling import convert_to_openai_tool
     from langgraph.config import get_config
     from typing_extensions import NotRequired
@@ -59,7 +61,7 @@ from ..errors import ConfigError
 from ..memory import AsyncMemory, Memory
 from ..messages import Message
 from .bridge import MemoryBridge, split_context
-from .langchain_messages import from_langchain, message_id, system_message, to_langchain
+from .langchain_messages import LangChainView, from_langchain, message_id, system_message
 
 __all__ = ["ContextFoldMiddleware", "ContextFoldState", "SyncPlan", "plan_sync", "thread_id"]
 
@@ -121,9 +123,25 @@ def plan_sync(state_messages: Sequence[BaseMessage], synced: str | None) -> Sync
     return SyncPlan(new, last, start)
 
 
-def state_system(messages: Sequence[BaseMessage]) -> list[str]:
-    """System messages kept in the state: part of the system prompt, not of the history."""
-    return [m.text for m in messages if isinstance(m, SystemMessage) and m.text]
+class SessionViews:
+    """A :class:`LangChainView` per session, the least recently used dropped beyond
+    ``size`` (a dropped session just converts its next context whole again)."""
+
+    def __init__(self, size: int = 1024) -> None:
+        self.size = size
+        self._views: OrderedDict[str, LangChainView] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, session_id: str) -> LangChainView:
+        with self._lock:
+            view = self._views.get(session_id)
+            if view is None:
+                view = self._views[session_id] = LangChainView()
+                while len(self._views) > self.size:
+                    self._views.popitem(last=False)
+            else:
+                self._views.move_to_end(session_id)
+            return view
 
 
 def _reported_input_tokens(messages: Sequence[BaseMessage], start: int = 0) -> int | None:
@@ -162,6 +180,7 @@ class ContextFoldMiddleware(AgentMiddleware[ContextFoldState, Any, Any]):
         self.trim_state = trim_state
         self.record_usage = record_usage
         self._tool_cache: tuple[tuple[int, ...], list[dict[str, Any]]] | None = None
+        self._views = SessionViews()
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -264,14 +283,15 @@ class ContextFoldMiddleware(AgentMiddleware[ContextFoldState, Any, Any]):
         parts = split_context(context)
         texts = [*in_state, parts.summary or ""]
         summary = "\n\n".join(t for t in texts if t) or None
+        view = self._views.get(self.session(request.runtime))
         return request.override(
-            messages=to_langchain(parts.messages, request.messages),  # type: ignore[arg-type]
+            messages=view.to_langchain(parts.messages, request.messages),  # type: ignore[arg-type]
             system_message=system_message(request.system_message, summary),
         )
 
     def _context_options(self, request: ModelRequest[Any]) -> tuple[dict[str, Any], list[str]]:
         """``context()`` options for ``request`` and the system texts kept in its state."""
-        in_state = state_system(request.messages)
+        in_state = self._views.get(self.session(request.runtime)).system_texts(request.messages)
         texts = [request.system_prompt] if request.system_prompt else []
         system = "\n\n".join([*texts, *in_state]) or None
         return {"system": system, "tools": self._tools(request.tools),

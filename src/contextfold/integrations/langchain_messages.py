@@ -38,7 +38,7 @@ from ..errors import ValidationError
 from ..messages import MediaPart, Message, TextPart, ToolCall
 from .bridge import stable_id
 
-__all__ = ["from_langchain", "message_id", "system_message", "to_langchain"]
+__all__ = ["LangChainView", "from_langchain", "message_id", "system_message", "to_langchain"]
 
 _MEDIA = {"image_url": "image", "image": "image", "input_image": "image", "file": "file",
           "input_audio": "audio", "audio": "audio"}
@@ -178,6 +178,55 @@ def to_langchain(messages: Sequence[Message], originals: Sequence[BaseMessage] =
         else:
             out.append(_rebuild(msg))
     return out
+
+
+class LangChainView:
+    """One session's conversions, kept between model calls so that a call converts only
+    what changed since the last one:
+
+    - :meth:`to_langchain` remembers, per message object the view showed, the LangChain
+      message it became (the view hands out the same object while it shows a message
+      unchanged), and scans the framework's messages only for the ones new to the view;
+    - :meth:`system_texts` scans only the state messages appended since the last call
+      (all of them again when the list no longer starts with what it scanned).
+
+    Both hold only what the last call saw, so they stay as small as the context.
+    """
+
+    __slots__ = ("_scanned", "_shown", "_texts")
+
+    def __init__(self) -> None:
+        self._shown: dict[int, tuple[Message, BaseMessage]] = {}
+        self._scanned: tuple[int, BaseMessage | None, BaseMessage | None] = (0, None, None)
+        self._texts: list[str] = []
+
+    def to_langchain(self, messages: Sequence[Message], originals: Sequence[BaseMessage]
+                     ) -> list[BaseMessage]:
+        """:func:`to_langchain`, each view message converted once."""
+        shown = self._shown
+        fresh = [m for m in messages if (hit := shown.get(id(m))) is None or hit[0] is not m]
+        converted = dict(zip(map(id, fresh), to_langchain(fresh, originals), strict=True))
+        out: list[BaseMessage] = []
+        kept: dict[int, tuple[Message, BaseMessage]] = {}
+        for m in messages:
+            done = converted.get(id(m))
+            if done is None:
+                done = shown[id(m)][1]
+            kept[id(m)] = (m, done)
+            out.append(done)
+        self._shown = kept
+        return out
+
+    def system_texts(self, messages: Sequence[BaseMessage]) -> list[str]:
+        """The texts of the system messages among ``messages`` (see the class docstring)."""
+        n, first, last = self._scanned
+        if not (n and len(messages) >= n and messages[n - 1] is last and messages[0] is first):
+            n, self._texts = 0, []
+        texts = self._texts
+        texts += [m.text for m in messages[n:] if isinstance(m, SystemMessage) and m.text]
+        self._scanned = (len(messages), *((messages[0], messages[-1]) if messages
+                                          else (None, None)))
+        return list(texts)
 
 
 def system_message(original: SystemMessage | None, extra: str | None) -> SystemMessage | None:

@@ -45,9 +45,10 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from ..context import Context
 from ..errors import ConfigError
 from ..memory import AsyncMemory, Memory
+from ..messages import Message
 from .bridge import MemoryBridge, split_context
-from .langchain import plan_sync, state_system, thread_id
-from .langchain_messages import from_langchain, message_id, to_langchain
+from .langchain import SessionViews, plan_sync, thread_id
+from .langchain_messages import from_langchain, message_id
 
 __all__ = ["ContextFold"]
 
@@ -67,6 +68,9 @@ class ContextFold:
         self.session_id = session_id
         self.max_tokens = max_tokens
         self._synced: dict[str, str | None] = {}
+        self._held: dict[str, tuple[Message, int | None]] = {}  # replies awaiting results
+        self._views = SessionViews()
+        self._tool_cache: tuple[tuple[int, ...], list[dict[str, Any]]] | None = None
 
     def session(self, config: Mapping[str, Any] | None = None) -> str:
         sid = self.session_id
@@ -79,15 +83,54 @@ class ContextFold:
                               "graph with config={'configurable': {'thread_id': ...}}")
         return sid
 
-    @staticmethod
-    def _schemas(tools: Sequence[Any] | None) -> list[dict[str, Any]] | None:
-        return [convert_to_openai_tool(t) for t in tools] if tools else None
+    def _schemas(self, tools: Sequence[Any] | None) -> list[dict[str, Any]] | None:
+        """The tools' OpenAI schemas (converted again only when the tools change)."""
+        if not tools:
+            return None
+        key = tuple(id(t) for t in tools)
+        if self._tool_cache is None or self._tool_cache[0] != key:
+            self._tool_cache = (key, [convert_to_openai_tool(t) for t in tools])
+        return self._tool_cache[1]
 
-    def _view(self, context: Context, state_messages: Sequence[BaseMessage], system: str | None
+    def _view(self, sid: str, context: Context, state_messages: Sequence[BaseMessage]
               ) -> list[BaseMessage]:
         parts = split_context(context)
         head = [SystemMessage(content=parts.system_text)] if parts.system_text else []
-        return [*head, *to_langchain(parts.messages, state_messages)]
+        return [*head, *self._views.get(sid).to_langchain(parts.messages, state_messages)]
+
+    def _system(self, sid: str, system: str | None, state_messages: Sequence[BaseMessage]
+                ) -> str | None:
+        in_state = self._views.get(sid).system_texts(state_messages)
+        return "\n\n".join([*([system] if system else []), *in_state]) or None
+
+    def _plan(self, sid: str, state_messages: Sequence[BaseMessage]
+              ) -> tuple[list[Message], int | None, str | None]:
+        """(messages to append in one batch, reported input tokens to record after them,
+        the new watermark): the state's new messages, with a reply held back by
+        :meth:`record` first if the state does not carry it."""
+        plan = plan_sync(state_messages, self._synced.get(sid))
+        new = plan.messages
+        held = self._held.pop(sid, None)
+        if held is not None and all(m.id != held[0].id for m in new):
+            new = [held[0], *new]
+        return new, held[1] if held is not None else None, plan.watermark
+
+    def _hold(self, sid: str, response: BaseMessage) -> tuple[list[Message], int | None]:
+        """What :meth:`record` appends now: nothing for a reply that calls tools (its
+        results follow, and the next :meth:`messages` appends it with them in one batch:
+        one store round trip per model call instead of two), else the reply (after one
+        still held)."""
+        _ensure_id(response)
+        converted = from_langchain(response)
+        tokens = _input_tokens(response)
+        held = self._held.pop(sid, None)  # two replies without a sync between them
+        out = [held[0]] if held is not None else []
+        if converted is not None and converted.tool_calls:
+            self._held[sid] = (converted, tokens)
+            return out, held[1] if held is not None else None
+        if converted is not None:
+            out.append(converted)
+        return out, tokens if tokens is not None or held is None else held[1]
 
     # -- sync ---------------------------------------------------------------------------------
 
@@ -95,10 +138,12 @@ class ContextFold:
              ) -> str:
         """Append the state's new messages; returns the session id."""
         sid = self.session(config)
-        plan = plan_sync(state_messages, self._synced.get(sid))
-        if plan.messages:
-            self.bridge.add(sid, plan.messages)
-        self._synced[sid] = plan.watermark
+        new, tokens, watermark = self._plan(sid, state_messages)
+        if new:
+            self.bridge.add(sid, new)
+        if tokens is not None:
+            self.bridge.record_usage(sid, tokens)
+        self._synced[sid] = watermark
         return sid
 
     def messages(self, state_messages: Sequence[BaseMessage],
@@ -106,21 +151,20 @@ class ContextFold:
                  tools: Sequence[Any] | None = None) -> list[BaseMessage]:
         """Sync the state, then the bounded context as LangChain messages."""
         sid = self.sync(state_messages, config)
-        context = self.bridge.context(sid, system=_system(system, state_messages),
+        context = self.bridge.context(sid, system=self._system(sid, system, state_messages),
                                       tools=self._schemas(tools), max_tokens=self.max_tokens)
-        return self._view(context, state_messages, system)
+        return self._view(sid, context, state_messages)
 
     def record(self, response: BaseMessage, config: Mapping[str, Any] | None = None) -> None:
-        """Store the model's reply now and feed its reported input tokens to
-        ``record_usage`` (which may fold, for ``ReportedUsage``). A reply without an id
-        gets one, so the state's copy is recognised later."""
+        """Store the model's reply and feed its reported input tokens to ``record_usage``
+        (which may fold, for ``ReportedUsage``): a final answer at once; a reply that
+        calls tools with its results, by the next :meth:`messages`. A reply without an
+        id gets one, so the state's copy is recognised later."""
         sid = self.session(config)
-        _ensure_id(response)
-        converted = from_langchain(response)
-        if converted is not None:
-            self.bridge.add(sid, [converted])
-            self._synced[sid] = message_id(response, 0)
-        tokens = _input_tokens(response)
+        new, tokens = self._hold(sid, response)
+        if new:
+            self.bridge.add(sid, new)
+            self._synced[sid] = new[-1].id
         if tokens is not None:
             self.bridge.record_usage(sid, tokens)
 
@@ -136,30 +180,31 @@ class ContextFold:
     async def async_sync(self, state_messages: Sequence[BaseMessage],
                          config: Mapping[str, Any] | None = None) -> str:
         sid = self.session(config)
-        plan = plan_sync(state_messages, self._synced.get(sid))
-        if plan.messages:
-            await self.bridge.aadd(sid, plan.messages)
-        self._synced[sid] = plan.watermark
+        new, tokens, watermark = self._plan(sid, state_messages)
+        if new:
+            await self.bridge.aadd(sid, new)
+        if tokens is not None:
+            await self.bridge.arecord_usage(sid, tokens)
+        self._synced[sid] = watermark
         return sid
 
     async def amessages(self, state_messages: Sequence[BaseMessage],
                         config: Mapping[str, Any] | None = None, *, system: str | None = None,
                         tools: Sequence[Any] | None = None) -> list[BaseMessage]:
         sid = await self.async_sync(state_messages, config)
-        context = await self.bridge.acontext(sid, system=_system(system, state_messages),
+        context = await self.bridge.acontext(sid, system=self._system(sid, system,
+                                                                      state_messages),
                                              tools=self._schemas(tools),
                                              max_tokens=self.max_tokens)
-        return self._view(context, state_messages, system)
+        return self._view(sid, context, state_messages)
 
     async def arecord(self, response: BaseMessage, config: Mapping[str, Any] | None = None
                       ) -> None:
         sid = self.session(config)
-        _ensure_id(response)
-        converted = from_langchain(response)
-        if converted is not None:
-            await self.bridge.aadd(sid, [converted])
-            self._synced[sid] = message_id(response, 0)
-        tokens = _input_tokens(response)
+        new, tokens = self._hold(sid, response)
+        if new:
+            await self.bridge.aadd(sid, new)
+            self._synced[sid] = new[-1].id
         if tokens is not None:
             await self.bridge.arecord_usage(sid, tokens)
 
@@ -168,10 +213,6 @@ class ContextFold:
         sid = self.session(config)
         live = await self.bridge.acall("messages", sid, include_folded=False)
         return _removals(state_messages, live)
-
-
-def _system(system: str | None, state_messages: Sequence[BaseMessage]) -> str | None:
-    return "\n\n".join([*([system] if system else []), *state_system(state_messages)]) or None
 
 
 def _ensure_id(message: BaseMessage) -> None:

@@ -137,6 +137,7 @@ class ContextFoldMemory(BaseMemory):
                                                "against the budget.")
     _bridge: MemoryBridge = PrivateAttr()
     _originals: OrderedDict[str, ChatMessage] = PrivateAttr(default_factory=OrderedDict)
+    _shown: dict[int, tuple[Message, ChatMessage]] = PrivateAttr(default_factory=dict)
 
     def __init__(self, memory: Memory | AsyncMemory, session_id: str, **data: Any) -> None:
         super().__init__(session_id=session_id, **data)  # type: ignore[call-arg]
@@ -168,18 +169,31 @@ class ContextFoldMemory(BaseMemory):
         return out
 
     def _view(self, context: Any) -> list[ChatMessage]:
+        """The context as ``ChatMessage``\\ s, each message converted once: the view hands
+        out the same message object while it shows it unchanged, so a call converts only
+        the messages new since the last one (the cache holds the ones last shown)."""
         parts = split_context(context)
         out = [ChatMessage(role=MessageRole.SYSTEM, content=parts.summary)] if parts.summary \
             else []
+        known = self._shown
+        shown: dict[int, tuple[Message, ChatMessage]] = {}
         for m in parts.messages:
-            original = self._originals.get(m.id or "")
-            if original is not None:
-                same = from_llamaindex(original, m.id or "")
-                if same.content == m.content and same.tool_calls == m.tool_calls:
-                    out.append(original)
-                    continue
-            out.append(to_llamaindex(m))
+            hit = known.get(id(m))
+            if hit is None or hit[0] is not m:
+                hit = (m, self._convert(m))
+            shown[id(m)] = hit
+            out.append(hit[1])
+        self._shown = shown
         return out
+
+    def _convert(self, m: Message) -> ChatMessage:
+        """The object that was put, if the view shows it unchanged; else rebuilt."""
+        original = self._originals.get(m.id or "")
+        if original is not None:
+            same = from_llamaindex(original, m.id or "")
+            if same.content == m.content and same.tool_calls == m.tool_calls:
+                return original
+        return to_llamaindex(m)
 
     # -- BaseMemory ---------------------------------------------------------------------------
 
@@ -227,7 +241,9 @@ class ContextFoldMemory(BaseMemory):
     def reset(self) -> None:
         self._bridge.call("delete", self.session_id)
         self._originals.clear()
+        self._shown = {}
 
     async def areset(self) -> None:
         await self._bridge.acall("delete", self.session_id)
         self._originals.clear()
+        self._shown = {}

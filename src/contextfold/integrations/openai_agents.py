@@ -82,6 +82,16 @@ def _user_content(content: Any) -> Any:
                                                                        "input_audio"))]
 
 
+def _text_and_calls(items: Sequence[Mapping[str, Any]]) -> tuple[str, tuple[ToolCall, ...]]:
+    """The text and tool calls of an assistant's output items, as stored."""
+    text = "\n".join(_text(i.get("content")) for i in items
+                     if i.get("type", "message") == "message")
+    calls = tuple(ToolCall(id=str(i["call_id"]), name=str(i["name"]),
+                           arguments=str(i.get("arguments") or "{}"))
+                  for i in items if i.get("type") == "function_call")
+    return text, calls
+
+
 class _Group:
     """Assistant output items being collected into one message."""
 
@@ -89,11 +99,7 @@ class _Group:
         self.items: list[dict[str, Any]] = []
 
     def message(self, fallback_id: str) -> Message:
-        text = "\n".join(_text(i.get("content")) for i in self.items
-                         if i.get("type", "message") == "message")
-        calls = tuple(ToolCall(id=str(i["call_id"]), name=str(i["name"]),
-                               arguments=str(i.get("arguments") or "{}"))
-                      for i in self.items if i.get("type") == "function_call")
+        text, calls = _text_and_calls(self.items)
         first = self.items[0]
         mid = first.get("id") or (f"fc-{first['call_id']}" if first.get("call_id") else None)
         kept = json.dumps(self.items, ensure_ascii=False, default=str)
@@ -153,8 +159,8 @@ def _items_of(message: Message) -> list[dict[str, Any]]:
         return [{"role": message.role, "content": content}]
     kept = message.metadata.get(ITEMS_KEY)
     if isinstance(kept, list) and kept:
-        rebuilt = from_items(kept, 0)[0]
-        if rebuilt.text == message.text and rebuilt.tool_calls == message.tool_calls:
+        text, calls = _text_and_calls(kept)
+        if text == message.text and calls == message.tool_calls:
             return [dict(i) for i in kept]  # shown unchanged: the original items
     out: list[dict[str, Any]] = []
     if message.text:
@@ -192,6 +198,7 @@ class ContextFoldSession:
         self.max_tokens = max_tokens
         self.system = system
         self.tools = list(tools) if tools else None
+        self._items_cache: dict[int, tuple[Message, list[dict[str, Any]]]] = {}
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         context = await self.bridge.acontext(self.session_id, system=self.system,
@@ -200,8 +207,24 @@ class ContextFoldSession:
         items: list[dict[str, Any]] = []
         if parts.summary:
             items.append({"role": "system", "content": parts.summary})
-        items += to_items(parts.messages)
+        items += self._to_items(parts.messages)
         return items[-limit:] if limit else items
+
+    def _to_items(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
+        """:func:`to_items`, converting each message once: the view hands out the same
+        message object while it shows it unchanged, so a model call converts only the
+        messages new since the last one (the cache holds exactly the ones last shown)."""
+        cache: dict[int, tuple[Message, list[dict[str, Any]]]] = {}
+        known = self._items_cache
+        out: list[dict[str, Any]] = []
+        for m in messages:
+            hit = known.get(id(m))
+            if hit is None or hit[0] is not m:
+                hit = (m, _items_of(m))
+            cache[id(m)] = hit
+            out += [dict(i) for i in hit[1]]  # the SDK gets its own copies
+        self._items_cache = cache
+        return out
 
     async def add_items(self, items: list[Any]) -> None:
         if not items:

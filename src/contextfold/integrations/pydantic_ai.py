@@ -190,6 +190,9 @@ def to_pydantic_ai(system: Sequence[str], messages: Sequence[Message],
     return out
 
 
+_Seen = tuple[pai.ModelMessage, int, tuple[list[str], list[Message]]]
+
+
 class _Processor:
     """The conversion both entry points share."""
 
@@ -200,12 +203,32 @@ class _Processor:
         self.max_tokens = max_tokens
         self.system: list[str] = []
         self._known: OrderedDict[str, None] = OrderedDict()  # ids stored by this process
+        #: id(message) -> (message, its part count, its conversion): the messages of the
+        #: last call and the responses since
+        self._seen: dict[int, _Seen] = {}
 
-    async def store(self, messages: Sequence[pai.ModelMessage]) -> dict[str, pai.ModelResponse]:
+    def _convert(self, messages: Sequence[pai.ModelMessage], *, keep: bool = False
+                 ) -> list[tuple[pai.ModelMessage, list[str], list[Message]]]:
+        """:func:`from_pydantic_ai` of each message, each object converted once: a run
+        hands the same message objects to every model call, so a call converts only what
+        is new since the last one. The cache then holds exactly this call's messages
+        (``keep``: it is added to instead — for a response, part of the next call)."""
+        seen: dict[int, _Seen] = self._seen if keep else {}
+        out = []
+        for message in messages:
+            hit = self._seen.get(id(message))
+            if hit is None or hit[0] is not message or hit[1] != len(message.parts):
+                hit = (message, len(message.parts), from_pydantic_ai(message))
+            seen[id(message)] = hit
+            out.append((message, *hit[2]))
+        self._seen = seen
+        return out
+
+    async def store(self, messages: Sequence[pai.ModelMessage], *, keep: bool = False
+                    ) -> dict[str, pai.ModelResponse]:
         new: list[Message] = []
         responses: dict[str, pai.ModelResponse] = {}
-        for message in messages:
-            system, converted = from_pydantic_ai(message)
+        for message, system, converted in self._convert(messages, keep=keep):
             if system:
                 self.system = system
             new += [m for m in converted if m.id not in self._known]
@@ -230,7 +253,7 @@ class _Processor:
         return to_pydantic_ai(system, parts.messages, responses)
 
     async def response(self, response: pai.ModelResponse, record_usage: bool) -> None:
-        await self.store([response])
+        await self.store([response], keep=True)
         tokens = response.usage.input_tokens if response.usage else None
         if record_usage and isinstance(tokens, int) and tokens > 0:
             await self.bridge.arecord_usage(self.session_id, tokens)
