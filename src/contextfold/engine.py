@@ -27,7 +27,6 @@ import logging
 import os
 import socket
 import threading
-import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -87,8 +86,6 @@ FoldMode = Literal["inline", "manual", "deferred"]
 MessageLike = Message | Mapping[str, Any]
 
 DEFAULT_SUMMARY_MAX_TOKENS = 1024
-#: How long a deferred memory trusts its own mark that a session is due (see _mark_due).
-_MARK_FRESH_S = 10.0
 
 
 def utcnow() -> datetime:
@@ -254,9 +251,6 @@ class AsyncMemory:
         self._owner = f"fold:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._lease_taken: dict[str, float] = {}
         self._recent_summaries: deque[int] = deque(maxlen=8)  # tokens of the last folds
-        #: deferred folds: session -> ((through_seq, summary_version), monotonic time) of
-        #: this memory's last mark that it is due now
-        self._marked: dict[str, tuple[tuple[int, int], float]] = {}
         self._setup_done = False
         self._setup_lock = asyncio.Lock()
         self._setup_thread_lock = threading.Lock()  # the sync front's steps
@@ -342,28 +336,10 @@ class AsyncMemory:
             if self._wants_fold(result.stats, now):
                 outcome = await self.fold(sid)
         elif self.fold_mode == "deferred":
-            await self._mark_due(store, result.stats)
+            due = self.due_at(result.stats)
+            if due is not None:
+                await store.mark_due(sid, due, as_of_seq=result.stats.last_seq)
         return AddResult(result.seqs, outcome, result.duplicates, result.stats)
-
-    async def _mark_due(self, store: Store, stats: SessionStats) -> None:
-        """Mark the session due for the fold workers when the policy wants a fold — unless
-        this memory marked it due now since its last fold (same summary version and cursor,
-        within :data:`_MARK_FRESH_S`): that mark still stands (a worker clears a mark only
-        by a fold, or after failing one sets a retry time), so appends of a busy session do
-        not each write it again while it waits for a worker."""
-        due = self.due_at(stats)
-        if due is None:
-            return
-        sid, now = stats.session_id, time.monotonic()
-        episode = (stats.through_seq, stats.summary_version)
-        marked = self._marked.get(sid)
-        if marked is not None and marked[0] == episode and now - marked[1] < _MARK_FRESH_S:
-            return
-        await store.mark_due(sid, due, as_of_seq=stats.last_seq)
-        if due <= self.clock():  # a future (idle) due time moves with every append
-            if len(self._marked) > 100_000:
-                self._marked.clear()
-            self._marked[sid] = (episode, now)
 
     async def record_usage(self, session_id: str, input_tokens: int) -> FoldOutcome | None:
         """Record the provider-reported input tokens of the last model call (for

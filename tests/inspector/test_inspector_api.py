@@ -276,7 +276,7 @@ def test_delete_retention_shows_numbers_not_deleted_text(tmp_path: Path) -> None
     catalog.setup()
     key, _ = create_key(catalog, "demo")
     catalog.close()
-    app = create_app(ServerConfig(fold="inline"), url)  # reads folds at once
+    app = create_app(ServerConfig(fold="inline"), url)  # reads folds right after appends
     app.state.contextfold.store.retention = "delete"  # the privacy mode; no server flag yet
     with serve_in_thread(app) as base, httpx.Client(
         base_url=base, headers={"Authorization": f"Bearer {key}"}

@@ -21,7 +21,7 @@ def test_inspector_routes_on_postgres(pg_url: str) -> None:
     key, _ = create_key(catalog, "demo")
     other, _ = create_key(catalog, "other")
     catalog.close()
-    app = create_app(ServerConfig(fold="inline"), pg_url)  # reads folds at once
+    app = create_app(ServerConfig(fold="inline"), pg_url)  # reads folds right after appends
     with serve_in_thread(app) as base, httpx.Client(
         base_url=base, headers={"Authorization": f"Bearer {key}"}
     ) as c:

@@ -124,12 +124,26 @@ def test_a_killed_fold_worker_is_restarted_and_loses_nothing(served: Served) -> 
     assert "exited with" in served.log()  # the supervisor said what happened
 
 
-def test_kill_9_of_the_server_leaves_no_fold_worker(served: Served) -> None:
+def test_kill_9_of_the_server_leaves_no_fold_worker_and_loses_nothing(
+    served: Served, tmp_path: Path
+) -> None:
     workers = wait_for(lambda: fold_workers_of(served.process.pid))
     assert isinstance(workers, list) and workers
+    key = served.key("bg")
+    s = f"chat-{uuid.uuid4().hex[:6]}"
+    with served.client("bg") as c:
+        sent = chat(c, s, 12, "acked")  # due for a fold, acknowledged
     served.process.kill()
     served.process.wait()
     wait_for(lambda: not any(alive(p) for p in workers), seconds=15)
+    again = start_server(tmp_path, config=BACKGROUND)  # same database
+    try:
+        again.keys["bg"] = key
+        with again.client("bg") as c:
+            assert sorted(stored_ids(c, s)) == sorted(sent)
+            wait_for(lambda: committed_folds(c, s) >= 1)  # its fold still happens
+    finally:
+        again.stop()
 
 
 def test_stopping_the_server_stops_its_fold_workers(served: Served) -> None:

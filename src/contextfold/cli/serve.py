@@ -60,6 +60,9 @@ def serve(
 ) -> None:
     """Serve the library over HTTP (OpenAPI at /openapi.json, docs at /docs).
 
+    Appends answer at once; folds run in fold worker processes this command starts and
+    keeps running (`fold_workers` in the config; `fold: inline` folds inside the append).
+
     \b
     Example:
       contextfold keys create --tenant demo      # prints a key once

@@ -24,6 +24,7 @@ import re
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any, TypeVar, cast
 
 from ..errors import ConfigError, ContextFoldError, StorageError
@@ -44,14 +45,15 @@ from .base import (
     keeps_summary_text,
     plan_append,
 )
+from .live_cache import LiveCache
 from .postgres_commits import COMMIT_FOLD, COMMIT_FOLDS, CommitGroup, explain_commit_miss
 from .postgres_schema import (
     LEDGER_INSERT,
     LEDGER_SELECT,
     MIGRATIONS,
     SESSION_COLS,
+    SNAPSHOT_AFTER,
     SNAPSHOT_MANY,
-    SNAPSHOT_ONE,
     VERSIONS_SELECT,
     ledger_params,
     migrate,
@@ -142,6 +144,7 @@ class PostgresStore:
         self._sync_pool_lock = threading.Lock()
         self._closed = False
         self._decoder = MessageDecoder()
+        self._live = LiveCache()
         self._commits = CommitGroup(self._commit_one, self._commit_many)
 
     def __repr__(self) -> str:
@@ -451,7 +454,27 @@ class PostgresStore:
         return await self._tx(do, single=True)
 
     async def snapshot(self, session_id: str) -> Snapshot | None:
-        return (await self._snapshots(SNAPSHOT_ONE, session_id)).get(session_id)
+        """One statement (totals, summary and live rows from the same snapshot), reading
+        only the live rows this process has not read before (:mod:`.live_cache`)."""
+        after = self._live.after(session_id)
+        while True:
+            rows = await self._tx(partial(_fetchall, query=SNAPSHOT_AFTER,
+                                          params=(after, session_id)), single=True)
+            if not rows:
+                self._live.forget(session_id)
+                return None
+            first = rows[0]
+            stats = session_stats(first)
+            summary = None
+            if first[10] is not None:
+                summary = Summary(first[10], stats.through_seq, stats.summary_version,
+                                  stats.summary_tokens, first[11])
+            decode = self._decoder.decode
+            live = self._live.merge(session_id, first[15], stats, after, (
+                decode(session_id, r[12], r[13], r[14]) for r in rows if r[12] is not None))
+            if live is not None:
+                return Snapshot(stats, summary, live)
+            after = 0  # the cached list no longer fits: read them all
 
     async def snapshots(self, session_ids: Sequence[str]) -> dict[str, Snapshot]:
         return await self._snapshots(SNAPSHOT_MANY, list(session_ids)) if session_ids else {}
@@ -607,3 +630,8 @@ class _NothingToWrite(Exception):
     def __init__(self, result: AppendResult) -> None:
         super().__init__("nothing to write")
         self.result = result
+
+
+async def _fetchall(conn: Conn, *, query: str, params: Sequence[Any]) -> list[Any]:
+    cur = await conn.execute(query, params)
+    return await cur.fetchall()

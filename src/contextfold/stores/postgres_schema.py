@@ -19,6 +19,7 @@ __all__ = [
     "MIGRATION_LOCK",
     "SESSION_COLS",
     "SESSION_COLS_S",
+    "SNAPSHOT_AFTER",
     "SNAPSHOT_MANY",
     "SNAPSHOT_ONE",
     "STARTED_AT",
@@ -182,6 +183,14 @@ _SNAPSHOT = (
 SNAPSHOT_ONE = _SNAPSHOT + "WHERE s.session_id = %s ORDER BY m.seq"
 #: The same for many sessions in one statement (a ``fold_many`` wave).
 SNAPSHOT_MANY = _SNAPSHOT + "WHERE s.session_id = ANY(%s) ORDER BY s.session_id, m.seq"
+#: One session's stats, summary, created_at and live rows with ``seq`` above a given one
+#: (the rows a cached live list does not have yet; see :mod:`.live_cache`).
+SNAPSHOT_AFTER = (
+    f"SELECT {SESSION_COLS_S}, s.summary_text, s.summary_updated_at, "
+    "m.seq, m.body, m.tokens, s.created_at FROM sessions s "
+    "LEFT JOIN messages m ON m.session_id = s.session_id "
+    "AND m.seq > GREATEST(s.through_seq, %s) WHERE s.session_id = %s ORDER BY m.seq"
+)
 
 
 def ledger_params(entry: LedgerEntry) -> tuple[Any, ...]:
