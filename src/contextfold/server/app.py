@@ -26,7 +26,12 @@ from .config import ServerConfig
 from .guards import BodyDeadlineMiddleware, KeyGate
 from .limits import BodyLimitMiddleware, RateLimiter
 from .metrics import Metrics, MetricsMiddleware
-from .problems import PROBLEM_MEDIA_TYPE, ProblemError, problem_for_library_error
+from .problems import (
+    PROBLEM_MEDIA_TYPE,
+    InternalErrorMiddleware,
+    ProblemError,
+    problem_for_library_error,
+)
 from .tenancy import ServerState
 
 __all__ = ["create_app", "resolve_store_url"]
@@ -95,6 +100,7 @@ def _add_middleware(app: FastAPI, state: ServerState) -> None:
     runs from the end of the headers (a wait for a heavy turn counts); the key is checked
     (and the rate charged) before the body limit and before any body is read."""
     limits = state.config.limits
+    app.add_middleware(InternalErrorMiddleware)
     app.add_middleware(BodyLimitMiddleware, max_bytes=limits.max_body_bytes)
     app.add_middleware(KeyGate, state=state, dev=bool(app.state.contextfold_dev))
     app.add_middleware(BodyDeadlineMiddleware, seconds=limits.body_timeout_seconds)
@@ -169,12 +175,6 @@ def _install_error_handlers(app: FastAPI) -> None:
             problem = ProblemError(500, "internal_error")
             problem.status = exc.status_code
         return _problem_response(problem, request)
-
-    @app.exception_handler(Exception)
-    async def on_bug(request: Request, exc: Exception) -> JSONResponse:
-        # No traceback in the log either: it could quote message content.
-        log.error("%s %s failed: %s", request.method, _route(request), type(exc).__name__)
-        return _problem_response(ProblemError(500, "internal_error"), request)
 
 
 def _field_error(error: Any) -> str:
