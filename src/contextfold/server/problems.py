@@ -9,6 +9,8 @@ code                   status  when
 =====================  ======  ===============================================
 malformed_json         400     the body is not JSON
 unauthorized           401     no ``Authorization: Bearer`` key, or an unknown/revoked one
+forbidden              403     ``serve --dev`` only: a non-loopback ``Host``, or a change
+                               requested from another origin
 not_found              404     no such session for this tenant (or no such route)
 method_not_allowed     405     the route exists, the method does not (``Allow`` lists those
                                that are)
@@ -54,6 +56,7 @@ PROBLEM_MEDIA_TYPE = "application/problem+json"
 ProblemCode = Literal[
     "malformed_json",
     "unauthorized",
+    "forbidden",
     "not_found",
     "method_not_allowed",
     "request_timeout",
@@ -70,6 +73,7 @@ ProblemCode = Literal[
 _TITLES: dict[str, str] = {
     "malformed_json": "Malformed JSON body",
     "unauthorized": "Missing or unknown API key",
+    "forbidden": "Not from this machine",
     "not_found": "Not found",
     "method_not_allowed": "Method not allowed",
     "request_timeout": "Request body too slow",
