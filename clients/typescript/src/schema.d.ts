@@ -372,7 +372,7 @@ export interface components {
         AppendRequest: {
             /**
              * Messages
-             * @description Appended in order, all or none
+             * @description Appended in order, all or none (at least one)
              */
             messages: components["schemas"]["MessageIn"][];
         };
@@ -929,7 +929,7 @@ export interface components {
              * Code
              * @enum {string}
              */
-            code: "malformed_json" | "unauthorized" | "not_found" | "method_not_allowed" | "request_timeout" | "fold_conflict" | "payload_too_large" | "too_many_messages" | "validation_error" | "config_error" | "rate_limited" | "storage_unavailable" | "internal_error";
+            code: "malformed_json" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "request_timeout" | "fold_conflict" | "payload_too_large" | "too_many_messages" | "validation_error" | "config_error" | "rate_limited" | "storage_unavailable" | "internal_error";
             /**
              * Detail
              * @default

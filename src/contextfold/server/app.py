@@ -15,7 +15,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
@@ -23,10 +23,15 @@ from ..errors import ContextFoldError
 from ..stores import default_db_path
 from .catalog import open_catalog
 from .config import ServerConfig
-from .guards import BodyDeadlineMiddleware, KeyGate
+from .guards import BodyDeadlineMiddleware, DevGuard, KeyGate
 from .limits import BodyLimitMiddleware, RateLimiter
-from .metrics import Metrics, MetricsMiddleware
-from .problems import PROBLEM_MEDIA_TYPE, ProblemError, problem_for_library_error
+from .metrics import METHODS, Metrics, MetricsMiddleware
+from .problems import (
+    PROBLEM_MEDIA_TYPE,
+    InternalErrorMiddleware,
+    ProblemError,
+    problem_for_library_error,
+)
 from .shared_limits import StoreBuckets
 from .tenancy import ServerState
 
@@ -94,6 +99,7 @@ def create_app(config: ServerConfig | None = None, store_url: str | None = None)
         redoc_url=None,
     )
     app.state.contextfold = state
+    app.router.redirect_slashes = False  # see _slash_redirect
     _install_error_handlers(app)
     _include_routers(app)
     _add_middleware(app, state)
@@ -106,9 +112,12 @@ def _add_middleware(app: FastAPI, state: ServerState) -> None:
     runs from the end of the headers (a wait for a heavy turn counts); the key is checked
     (and the rate charged) before the body limit and before any body is read."""
     limits = state.config.limits
+    app.add_middleware(InternalErrorMiddleware)
     app.add_middleware(BodyLimitMiddleware, max_bytes=limits.max_body_bytes)
     app.add_middleware(KeyGate, state=state, dev=bool(app.state.contextfold_dev))
     app.add_middleware(BodyDeadlineMiddleware, seconds=limits.body_timeout_seconds)
+    if app.state.contextfold_dev:
+        app.add_middleware(DevGuard)
     app.add_middleware(MetricsMiddleware, metrics=state.metrics)
 
 
@@ -174,9 +183,13 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def on_http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         if exc.status_code == 405:
             problem = ProblemError(
-                405, "method_not_allowed", f"{request.method} is not allowed here"
+                405, "method_not_allowed", f"{request.method} is not allowed here",
+                headers={"Allow": _allowed(request)},
             )
         elif exc.status_code == 404:
+            moved = _slash_redirect(request)
+            if moved is not None:
+                return moved  # type: ignore[return-value]
             problem = ProblemError(404, "not_found", "no such route")
         elif exc.status_code == 400:
             problem = ProblemError(400, "malformed_json", "the request body could not be read")
@@ -185,11 +198,35 @@ def _install_error_handlers(app: FastAPI) -> None:
             problem.status = exc.status_code
         return _problem_response(problem, request)
 
-    @app.exception_handler(Exception)
-    async def on_bug(request: Request, exc: Exception) -> JSONResponse:
-        # No traceback in the log either: it could quote message content.
-        log.error("%s %s failed: %s", request.method, _route(request), type(exc).__name__)
-        return _problem_response(ProblemError(500, "internal_error"), request)
+
+def _allowed(request: Request) -> str:
+    """Every method some route of this path answers (Starlette's own ``Allow`` named only
+    the first route's: GET and POST of one path are two routes)."""
+    from starlette.routing import Match
+
+    routes = request.app.router.routes
+    return ", ".join(
+        method
+        for method in sorted(METHODS)
+        if any(r.matches({**request.scope, "method": method})[0] is Match.FULL for r in routes)
+    )
+
+
+def _slash_redirect(request: Request) -> RedirectResponse | None:
+    """The route this path names with or without its trailing slash, as a 307 whose
+    ``Location`` is a path (Starlette's own redirect built it from the client's ``Host``
+    header, so a forged Host sent the client elsewhere)."""
+    from starlette.routing import Match
+
+    path = request.url.path
+    if path == "/":
+        return None
+    other = path.rstrip("/") if path.endswith("/") else path + "/"
+    scope = {**request.scope, "path": other}
+    if not any(route.matches(scope)[0] is not Match.NONE for route in request.app.router.routes):
+        return None
+    query = request.url.query
+    return RedirectResponse(other + (f"?{query}" if query else ""), status_code=307)
 
 
 def _field_error(error: Any) -> str:

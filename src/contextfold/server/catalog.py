@@ -400,7 +400,9 @@ def open_catalog(store_url: str) -> Catalog:
 
 def _sqlite_catalog(path: Path) -> Catalog:
     def connect() -> sqlite3.Connection:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        from ..stores.sqlite import create_private
+
+        create_private(path)
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
         conn.execute("PRAGMA busy_timeout = 30000")
         return conn

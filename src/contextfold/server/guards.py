@@ -35,6 +35,7 @@ from .tenancy import ServerState
 
 __all__ = [
     "BodyDeadlineMiddleware",
+    "DevGuard",
     "HeavyTurns",
     "KeyGate",
     "charge_messages",
@@ -238,3 +239,49 @@ class BodyDeadlineMiddleware:
             await _reject(send, scope, ProblemError(
                 408, "request_timeout",
                 f"the request body did not arrive within {self.seconds:g} s"))
+
+
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "[::1]"})
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def _host_name(netloc: str) -> str:
+    """``netloc`` without its port (``[::1]:8765`` -> ``[::1]``)."""
+    if netloc.startswith("["):
+        return netloc.split("]", 1)[0] + "]"
+    return netloc.rsplit(":", 1)[0] if netloc.count(":") == 1 else netloc
+
+
+class DevGuard:
+    """``serve --dev`` answers without keys, so only this machine's own pages may use it:
+    403 ``forbidden`` when the ``Host`` is not a loopback name (a DNS-rebinding page
+    reaches 127.0.0.1 under its own host name), and for a request that changes something
+    (not GET/HEAD/OPTIONS) from another origin: an ``Origin`` other than the server's own,
+    or ``Sec-Fetch-Site`` other than same-origin/none."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {
+            bytes(k).decode("latin-1"): bytes(v).decode("latin-1")
+            for k, v in scope.get("headers", ())
+        }
+        host = headers.get("host", "")
+        reason = None
+        if _host_name(host.lower()) not in _LOOPBACK:
+            reason = "dev mode answers only requests addressed to 127.0.0.1 or localhost"
+        elif scope.get("method") not in _SAFE_METHODS:
+            origin = headers.get("origin")
+            site = headers.get("sec-fetch-site")
+            if (origin is not None and origin.lower() not in (f"http://{host.lower()}",)) or (
+                site is not None and site not in ("same-origin", "none")
+            ):
+                reason = "dev mode refuses changes requested by a page from another origin"
+        if reason is None:
+            await self.app(scope, receive, send)
+            return
+        await send_problem(send, ProblemError(403, "forbidden", reason), scope.get("path", ""))

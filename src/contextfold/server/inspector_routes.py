@@ -11,10 +11,7 @@ session's messages.
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import dataclasses
-import json
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
 
@@ -27,6 +24,7 @@ from ..recall import RECALL_HEADER
 from ..stores.base import LedgerEntry, SummaryVersion, keeps_summary_text
 from ..summarizers.fact_check import lost_facts
 from ..tokens import TokenCounter, count_message
+from .cursors import CURSOR_PATTERN, TEXT_PATTERN, Part, decode_cursor, encode_cursor
 from .deps import PROBLEM_RESPONSES, current_tenant, get_state, tenant_session
 from .inspector_data import (
     context_series,
@@ -74,12 +72,13 @@ SERIES_MAX = 5000
 async def inspect_sessions(
     tenant: CurrentTenant,
     state: State,
-    q: Annotated[str | None, Query(max_length=200, description="Part of the session id")] = None,
+    q: Annotated[str | None, Query(max_length=200, pattern=TEXT_PATTERN,
+                                   description="Part of the session id")] = None,
     sort: Annotated[Literal["activity", "id"], Query(
         description="activity: most recent first; id: A to Z")] = "activity",
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    cursor: Annotated[str | None, Query(max_length=600, description="next_cursor of the "
-                                        "previous page")] = None,
+    cursor: Annotated[str | None, Query(pattern=CURSOR_PATTERN, description="next_cursor "
+                                        "of the previous page")] = None,
 ) -> InspectSessionsPage:
     after = _decode(cursor, sort)
     rows, total = await state.catalog.search_sessions(
@@ -104,7 +103,7 @@ async def inspect_sessions(
     next_cursor = None
     if more and rows:
         last = rows[-1]
-        next_cursor = _encode([last.last_activity, last.session_id] if sort == "activity"
+        next_cursor = encode_cursor([last.last_activity, last.session_id] if sort == "activity"
                               else [last.session_id])
     return InspectSessionsPage(sessions=sessions, next_cursor=next_cursor, total=total)
 
@@ -304,22 +303,8 @@ def _utc(ts: float) -> datetime:
     return datetime.fromtimestamp(ts, tz=timezone.utc)
 
 
-def _encode(value: list[Any]) -> str:
-    return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
-
-
 def _decode(cursor: str | None, sort: str) -> list[Any] | None:
     if cursor is None:
         return None
-    try:
-        value = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        if sort == "activity" and isinstance(value, list) and len(value) == 2 and isinstance(
-            value[0], (int, float)) and isinstance(value[1], str):
-            return value
-        if sort == "id" and isinstance(value, list) and len(value) == 1 and isinstance(
-            value[0], str):
-            return value
-    except (binascii.Error, ValueError, UnicodeDecodeError):
-        pass
-    raise ProblemError(422, "validation_error", "cursor is not a next_cursor this API returned "
-                       "for this sort")
+    shape: tuple[Part, ...] = ("time", "session_id") if sort == "activity" else ("session_id",)
+    return decode_cursor(cursor, shape, hint=" for this sort")

@@ -9,6 +9,8 @@ code                   status  when
 =====================  ======  ===============================================
 malformed_json         400     the body is not JSON
 unauthorized           401     no ``Authorization: Bearer`` key, or an unknown/revoked one
+forbidden              403     ``serve --dev`` only: a non-loopback ``Host``, or a change
+                               requested from another origin
 not_found              404     no such session for this tenant (or no such route)
 method_not_allowed     405     the route exists, the method does not (``Allow`` lists those
                                that are)
@@ -30,15 +32,19 @@ internal_error         500     a bug; the response carries no detail (logged by 
 
 from __future__ import annotations
 
+import json
+import logging
 import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import ConfigError, ConflictError, ContextFoldError, StorageError, ValidationError
 
 __all__ = [
     "PROBLEM_MEDIA_TYPE",
+    "InternalErrorMiddleware",
     "Problem",
     "ProblemCode",
     "ProblemError",
@@ -50,6 +56,7 @@ PROBLEM_MEDIA_TYPE = "application/problem+json"
 ProblemCode = Literal[
     "malformed_json",
     "unauthorized",
+    "forbidden",
     "not_found",
     "method_not_allowed",
     "request_timeout",
@@ -66,6 +73,7 @@ ProblemCode = Literal[
 _TITLES: dict[str, str] = {
     "malformed_json": "Malformed JSON body",
     "unauthorized": "Missing or unknown API key",
+    "forbidden": "Not from this machine",
     "not_found": "Not found",
     "method_not_allowed": "Method not allowed",
     "request_timeout": "Request body too slow",
@@ -155,3 +163,40 @@ def _bounded(text: str, limit: int = 300) -> str:
     library quoted with ``!r``) cut out; short ones (roles, field names) stay."""
     text = _QUOTED.sub("'…'", " ".join(text.split()))
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_log = logging.getLogger("contextfold.server")
+
+
+class InternalErrorMiddleware:
+    """A bug in a route: 500 ``internal_error``, logged as one line (method, route
+    template, exception class) and swallowed. Left to the framework, the exception went on
+    to the server, which logged its traceback — and a traceback quotes the values in play,
+    the request's input among them."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception as exc:  # the one place bugs become 500s
+            route = getattr(scope.get("route"), "path", None) or "unmatched"
+            _log.error("%s %s failed: %s", scope.get("method", ""), route, type(exc).__name__)
+            if started:
+                return  # the response is cut short; the client sees the broken body
+            body = json.dumps(ProblemError(500, "internal_error").body(scope.get("path"))).encode()
+            await send({"type": "http.response.start", "status": 500, "headers": [
+                (b"content-type", PROBLEM_MEDIA_TYPE.encode()),
+                (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})

@@ -72,7 +72,9 @@ class MessageIn(BaseModel):
 
 class AppendRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    messages: list[MessageIn] = Field(description="Appended in order, all or none")
+    messages: list[MessageIn] = Field(
+        min_length=1, description="Appended in order, all or none (at least one)"
+    )
 
 
 class StatsOut(BaseModel):

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.responses import Response
 
 from .deps import DEV_TENANT
 
@@ -30,9 +32,20 @@ SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
     "style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-cache",
 }
+
+
+class _InspectorFiles(StaticFiles):
+    """The page's files with the page's headers: ``/ui/static/index.html`` is the page
+    too, and must not be framed or run anything from elsewhere either."""
+
+    def file_response(self, *args: Any, **kwargs: Any) -> Response:
+        response = super().file_response(*args, **kwargs)
+        response.headers.update(SECURITY_HEADERS)
+        return response
 
 
 def dev_mode() -> bool:
@@ -62,6 +75,6 @@ def install(app: FastAPI, *, dev: bool | None = None) -> None:
 
     app.include_router(inspector_router)
     app.include_router(router)
-    app.mount("/ui/static", StaticFiles(directory=STATIC_DIR), name="ui-static")
+    app.mount("/ui/static", _InspectorFiles(directory=STATIC_DIR), name="ui-static")
     dev = dev_mode() if dev is None else dev
     app.state.contextfold_dev = dev  # deps.current_tenant: no key -> the dev tenant

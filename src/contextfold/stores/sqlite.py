@@ -13,6 +13,7 @@ the summary — so "folded" can never disagree with "covered by the summary".
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sqlite3
@@ -67,6 +68,15 @@ T = TypeVar("T")
 _LIVE_CACHE_SESSIONS = 1024  # sessions whose live window is kept (see ``_live_rows``)
 
 
+def create_private(path: Path) -> None:
+    """Create the database file ``path`` (and its directory) readable by its owner only,
+    if it does not exist yet: it holds every conversation (and the service's key hashes).
+    SQLite gives its WAL and shared-memory files the database file's permissions."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+
+
 class SQLiteStore:
     """Sessions in a SQLite file (``":memory:"`` for a private in-memory database).
 
@@ -108,7 +118,7 @@ class SQLiteStore:
 
     def _open(self) -> sqlite3.Connection:
         if self.path != ":memory:":
-            Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            create_private(Path(self.path).expanduser())
         conn = sqlite3.connect(
             os.path.expanduser(self.path),
             isolation_level=None,

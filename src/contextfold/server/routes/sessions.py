@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 import dataclasses
 import json
 from datetime import datetime, timezone
@@ -15,6 +13,7 @@ from pydantic import BaseModel
 from ...engine import AsyncMemory
 from ...errors import ValidationError
 from ...outcomes import FoldOutcome, Usage
+from ..cursors import CURSOR_PATTERN, decode_cursor, encode_cursor
 from ..deps import PROBLEM_RESPONSES, current_tenant, get_state, tenant_session, writable_session
 from ..formats import ContextFormat, render
 from ..guards import charge_messages
@@ -330,7 +329,8 @@ async def list_sessions(
     state: State,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     cursor: Annotated[
-        str | None, Query(max_length=600, description="next_cursor of the previous page")
+        str | None,
+        Query(pattern=CURSOR_PATTERN, description="next_cursor of the previous page"),
     ] = None,
 ) -> SessionsPage:
     rows = await state.catalog.sessions(tenant.name, limit=limit + 1, before=_decode(cursor))
@@ -366,23 +366,11 @@ def _utc(ts: float) -> datetime:
 
 
 def _encode(last_activity: float, session_id: str) -> str:
-    raw = json.dumps([last_activity, session_id]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return encode_cursor([last_activity, session_id])
 
 
 def _decode(cursor: str | None) -> tuple[float, str] | None:
     if cursor is None:
         return None
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        value = json.loads(raw)
-        if (
-            isinstance(value, list)
-            and len(value) == 2
-            and isinstance(value[0], (int, float))
-            and isinstance(value[1], str)
-        ):
-            return float(value[0]), value[1]
-    except (binascii.Error, ValueError, UnicodeDecodeError):
-        pass
-    raise ProblemError(422, "validation_error", "cursor is not a next_cursor this API returned")
+    last_activity, session_id = decode_cursor(cursor, ("time", "session_id"))
+    return last_activity, session_id
