@@ -9,12 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from .live import Served
-from .test_inspector_browser import _chromium, _login
+from tests.browser import chromium, require_playwright
 
-playwright_api = pytest.importorskip(
-    "playwright.sync_api", reason='needs Playwright: pip install -e ".[dev]"'
-)
+from .live import Served
+
+require_playwright()  # skipped with the reason (a failure under CONTEXTFOLD_REQUIRE_BROWSER)
+import playwright.sync_api as playwright_api  # noqa: E402 - only once Playwright is known
+
+from .test_inspector_browser import _login  # noqa: E402
+
 expect = playwright_api.expect
 Page = playwright_api.Page
 
@@ -52,7 +55,7 @@ def _seed_recall_session(served: Served) -> list[int]:
 @pytest.fixture
 def page(served: Served) -> Iterator[Page]:
     with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
+        browser = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
         context = browser.new_context(viewport={"width": 1280, "height": 900})
         pg = context.new_page()
         errors: list[str] = []
