@@ -180,3 +180,16 @@ def test_redacted_sessions_recall_redacted_text_and_the_summarizer_never_sees_th
         before = len(seen)
         mem.add(sid, *chat(30)[3:])  # more folds after a recall: only new messages go in
         assert not any(RECALL_HEADER in t for t in seen[before:])
+
+
+def test_the_summary_cap_follows_the_scaled_policy() -> None:
+    """The summarizer writes to the policy's cap of the scaled budget: a cap of the full
+    budget would make every summary overflow the scaled policy and fold on every add."""
+    mem = Memory("memory://", policy=TokenBudget(4000), recall=Recall(share=0.5))
+    assert isinstance(mem.engine.policy, TokenBudget)
+    assert mem.engine.summary_max_tokens == mem.engine.policy.summary_max_tokens == 1200
+    assert mem.engine.budget == 4000
+    agent = Memory("memory://", policy=TokenBudget(4000), recall=True, masking=True)
+    assert agent.engine.policy == TokenBudget(4000)  # agents: the block takes free room only
+    mem.close()
+    agent.close()

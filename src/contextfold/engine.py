@@ -177,6 +177,9 @@ class AsyncMemory:
         self.policy: Policy = policy if policy is not None else TokenBudget(4000)
         #: the context's default budget: the policy's, before recall takes its share
         self.budget: int | None = getattr(self.policy, "max_tokens", None)
+        self.recall = Recall.coerce(recall)
+        if self.recall is not None and not masking:  # (before the summary cap is derived)
+            self.policy = self.recall.fold_policy(self.policy)  # leave the block its room
         if summarizer is None:
             from .summarizers.extractive import ExtractiveSummarizer
 
@@ -209,9 +212,6 @@ class AsyncMemory:
         if masking is not None and not isinstance(masking, (bool, Masking)):
             raise ConfigError(f"masking must be a Masking, True/False or None, got {masking!r}")
         self.masking: Masking | None = Masking() if masking is True else (masking or None)
-        self.recall = Recall.coerce(recall)
-        if self.recall is not None and self.masking is None:
-            self.policy = self.recall.fold_policy(self.policy)  # leave the block its room
         self._views = ViewCache(self.counter, self.masking)
         self._inflight: set[str] = set()
         if isinstance(fold_lease_seconds, bool) or not fold_lease_seconds >= 0:
