@@ -16,7 +16,8 @@ from contextfold.context import Context
 from contextfold.errors import ConfigError
 from contextfold.messages import StoredMessage, ToolCall
 from contextfold.policy import TokenBudget
-from contextfold.recall import RECALL_HEADER, Recall, asks_about_past, implicit_query
+from contextfold.recall import RECALL_HEADER, Recall, implicit_query
+from contextfold.search_terms import asks_about_past
 from contextfold.tokens import REPLY_PRIMING_TOKENS, count_message, get_counter
 
 START = datetime(2023, 5, 7, 13, 56, tzinfo=timezone.utc)
@@ -193,3 +194,16 @@ def test_the_summary_cap_follows_the_scaled_policy() -> None:
     assert agent.engine.policy == TokenBudget(4000)  # agents: the block takes free room only
     mem.close()
     agent.close()
+
+
+def test_question_processing_stems_and_reads_dates() -> None:
+    from contextfold.search_terms import date_words, query_months, query_terms, refine_terms
+
+    q = "What did Mel and her kids paint in their latest project in July 2023?"
+    assert refine_terms(query_terms(q)) == ["mel", "kids", "paint", "project"]
+    assert query_months(q) == {(2023, 7, None)}
+    q = "What dish did Nate make on 9 November, 2022?"
+    assert query_months(q) == {(2022, 11, 9)} and date_words(q) == {"9"}
+    assert refine_terms(["watching", "shoes", "painted", "kids", "class"]) == [
+        "watch", "shoe", "paint", "kids", "class"]
+    assert query_months("may I ask about 2022") == {(2022, None, None)}
