@@ -55,7 +55,8 @@ from retention_data import (
 
 from contextfold.engine import AsyncMemory
 from contextfold.policy import TokenBudget
-from contextfold.recall import Recall, asks_about_past
+from contextfold.recall import Recall
+from contextfold.search_terms import asks_about_past
 from contextfold.summarizers.base import SummaryRequest, SummaryResult
 from contextfold.summarizers.extractive import ExtractiveSummarizer
 from contextfold.tokens import get_counter

@@ -16,7 +16,8 @@ from contextfold.context import Context
 from contextfold.errors import ConfigError
 from contextfold.messages import StoredMessage, ToolCall
 from contextfold.policy import TokenBudget
-from contextfold.recall import RECALL_HEADER, Recall, asks_about_past, implicit_query
+from contextfold.recall import RECALL_HEADER, Recall, implicit_query
+from contextfold.search_terms import asks_about_past
 from contextfold.summarizers.base import SummaryRequest, SummaryResult
 from contextfold.tokens import REPLY_PRIMING_TOKENS, count_message, get_counter
 
@@ -192,3 +193,29 @@ def test_redacted_sessions_recall_redacted_text_and_the_summarizer_never_sees_th
         before = len(seen)
         mem.add(sid, *chat(30)[3:])  # more folds after a recall: only new messages go in
         assert not any(RECALL_HEADER in t for t in seen[before:])
+
+
+def test_the_summary_cap_follows_the_scaled_policy() -> None:
+    """The summarizer writes to the policy's cap of the scaled budget: a cap of the full
+    budget would make every summary overflow the scaled policy and fold on every add."""
+    mem = Memory("memory://", policy=TokenBudget(4000), recall=Recall(share=0.5))
+    assert isinstance(mem.engine.policy, TokenBudget)
+    assert mem.engine.summary_max_tokens == mem.engine.policy.summary_max_tokens == 1200
+    assert mem.engine.max_tokens == 4000
+    agent = Memory("memory://", policy=TokenBudget(4000), recall=True, masking=True)
+    assert agent.engine.policy == TokenBudget(4000)  # agents: the block takes free room only
+    mem.close()
+    agent.close()
+
+
+def test_question_processing_stems_and_reads_dates() -> None:
+    from contextfold.search_terms import date_words, query_months, query_terms, refine_terms
+
+    q = "What did Mel and her kids paint in their latest project in July 2023?"
+    assert refine_terms(query_terms(q)) == ["mel", "kids", "paint", "project"]
+    assert query_months(q) == {(2023, 7, None)}
+    q = "What dish did Nate make on 9 November, 2022?"
+    assert query_months(q) == {(2022, 11, 9)} and date_words(q) == {"9"}
+    assert refine_terms(["watching", "shoes", "painted", "kids", "class"]) == [
+        "watch", "shoe", "paint", "kids", "class"]
+    assert query_months("may I ask about 2022") == {(2022, None, None)}

@@ -199,6 +199,9 @@ class AsyncMemory:
         check_budget(self.policy, max_tokens)
         self.max_tokens = max_tokens
         self._keep_last = policy_keep_last(self.policy)
+        self.recall = Recall.coerce(recall)
+        if self.recall is not None and not masking:  # (before the summary cap is derived)
+            self.policy = self.recall.fold_policy(self.policy)  # leave the block its room
         if summarizer is None:
             from .summarizers.extractive import ExtractiveSummarizer
 
@@ -240,9 +243,6 @@ class AsyncMemory:
         if masking is not None and not isinstance(masking, (bool, Masking)):
             raise ConfigError(f"masking must be a Masking, True/False or None, got {masking!r}")
         self.masking: Masking | None = Masking() if masking is True else (masking or None)
-        self.recall = Recall.coerce(recall)
-        if self.recall is not None and self.masking is None:
-            self.policy = self.recall.fold_policy(self.policy)  # leave the block its room
         self._views = ViewCache(self.counter, self.masking)
         self._inflight: set[str] = set()
         if isinstance(fold_lease_seconds, bool) or not fold_lease_seconds >= 0:

@@ -44,7 +44,14 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from .errors import ConfigError
 from .messages import Message, StoredMessage
 from .policy import Policy, TokenBudget
-from .search_terms import query_terms
+from .search_terms import (
+    Months,
+    asks_about_past,
+    date_words,
+    query_months,
+    query_terms,
+    refine_terms,
+)
 from .summarizers.agent_state import call_signature
 from .tokens import TokenCounter, count_message
 
@@ -57,12 +64,9 @@ __all__ = [
     "Recall",
     "RecallBlock",
     "SearchHitLike",
-    "asks_about_past",
     "implicit_query",
     "plan_spans",
-    "query_months",
     "recall_into",
-    "refine_terms",
     "render_block",
     "with_block",
 ]
@@ -171,40 +175,7 @@ class Recall:
 # -- the query ---------------------------------------------------------------------------
 
 
-def _words_of(text: str) -> list[str]:
-    return text.split()
-
-
-def _wordset(text: str) -> frozenset[str]:
-    return frozenset(_words_of(text))
-
-_PAST_WORDS = _wordset(
-    """remember recall remind reminded earlier before ago last previous previously
-    mentioned mention told tell said say again back then once already originally
-    first did was were had went got made been used"""
-)
-_QUESTION_START = re.compile(
-    r"^\s*(when|what|where|who|whom|which|why|how|did|do|does|was|were|had|have|has|is|are|"
-    r"can|could|would|will)\b",
-    re.IGNORECASE,
-)
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _IDENT = re.compile(r"\b(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9][A-Za-z0-9_-]{2,}\b")
-
-
-def asks_about_past(text: str) -> bool:
-    """True when ``text`` is a question about something said or done before: a question
-    (``?`` or a question word first) with a past cue (``did``, ``was``, ``last``,
-    ``remember``, ``ago``…). Ordinary chat turns — greetings, news, a question about now —
-    keep the gate closed, so they pay nothing for recall."""
-    clauses = [c for c in re.split(r"(?<=[.!?])\s+", text) if c.strip()]
-    for clause in clauses:
-        if not (clause.rstrip().endswith("?") or _QUESTION_START.match(clause)):
-            continue
-        words = {w.lower() for w in _WORD.findall(clause)}
-        if words & _PAST_WORDS:
-            return True
-    return False
 
 
 def implicit_query(live: Sequence[StoredMessage], agent: bool = False,
@@ -234,84 +205,6 @@ def implicit_query(live: Sequence[StoredMessage], agent: bool = False,
         if msg.role == "user" or used >= max_chars:
             break
     return " ".join(parts) or None
-
-
-_MONTHS = {m: i + 1 for i, m in enumerate(_words_of(
-    "january february march april may june july august september october november december"))}
-_MONTHS.update({m[:3]: i for m, i in list(_MONTHS.items())})
-_YEAR = re.compile(r"^(19|20)\d\d$")
-_QUESTION_NOISE = _wordset(
-    """a an the and or but of to in on at for with is are was were be been am i you he she
-    it we they my your his her its our their me him us them this that these those what when
-    where who whom whose which how why did do does have has had not no yes so if then than
-    as by can will shall any some all each every very too more most own same other such only
-    just don doesn didn isn wasn aren weren hasn haven hadn won wouldn couldn shouldn let
-    many much long times both while kind type sort likely would could should might ever
-    also still yet else something anything thing things one ones get got make made new
-    recently currently current latest usually often there here about into from after before
-    during since recent last first next ago again remember recall mention mentioned tell told
-    said say know think way ways well really just like"""
-)
-
-
-def refine_terms(terms: Sequence[str]) -> list[str]:
-    """Query terms for recall (``terms``: :func:`~contextfold.search_terms.query_terms`
-    of the query): English stop words and the
-    words a question is made of but an answer rarely repeats (``many``, ``times``,
-    ``latest``…) and month names and years (dates are matched on the messages'
-    timestamps instead, :func:`query_months`) dropped; English
-    inflections trimmed to a stem of four or more letters, which the stores match as a
-    prefix (``painted`` → ``paint``, ``watching`` → ``watch``, ``shoes`` → ``shoe``)."""
-    out: list[str] = []
-    for term in terms:
-        if len(term) < 2 or term in _QUESTION_NOISE or term in _MONTHS or _YEAR.match(term):
-            continue
-        stem = term
-        for suffix in ("ing", "ies", "ed", "es", "s"):
-            if term.endswith(suffix) and len(term) - len(suffix) >= 4 and not term.endswith(
-                    "ss"):
-                stem = term[: -len(suffix)]
-                break
-        if stem not in out:
-            out.append(stem)
-    return out
-
-
-Months = set[tuple[int | None, int | None, int | None]]
-
-
-def query_months(text: str) -> Months:
-    """The dates a query names, as (year, month, day) with None for a part not named
-    (``July 2023``, ``in May``, ``9 November, 2022``, ``2022``): hits from those dates
-    are preferred, and count as matching one more term."""
-    words = [w.lower() for w in _WORD.findall(text)]
-    out: Months = set()
-    for i, w in enumerate(words):
-        month = _MONTHS.get(w)
-        if month is not None and (w != "may" or (i and words[i - 1] in ("in", "of", "last",
-                                                                       "early", "late"))
-                                  or (i + 1 < len(words) and words[i + 1].isdigit())
-                                  or (i and words[i - 1].isdigit())):
-            year = next((int(x) for x in words[i + 1:i + 4] if _YEAR.match(x)), None)
-            day = next((int(x) for x in (words[i - 1] if i else "", *words[i + 1:i + 2])
-                        if x.isdigit() and 1 <= int(x) <= 31), None)
-            out.add((year, month, day))
-        elif _YEAR.match(w):
-            out.add((int(w), None, None))
-    months = {(y, m) for y, m, _ in out if m is not None}
-    return {(y, m, d) for y, m, d in out if m is not None or not any(
-        y2 == y for y2, _ in months)}
-
-
-def date_words(text: str) -> set[str]:
-    """The day numbers of the dates in ``text`` (dropped from the terms with the month)."""
-    words = [w.lower() for w in _WORD.findall(text)]
-    out: set[str] = set()
-    for i, w in enumerate(words):
-        if w in _MONTHS:
-            out.update(x for x in (words[i - 1] if i else "", *words[i + 1:i + 2])
-                       if x.isdigit() and len(x) <= 2)
-    return out
 
 
 def _in_months(ts: datetime | None, months: Months) -> int:
@@ -461,6 +354,16 @@ def render_block(spans: Sequence[Sequence[StoredMessage]], lines: Mapping[int, s
     return "\n".join(out)
 
 
+def _own_turn(hit: int, span: Sequence[int], messages: Mapping[int, StoredMessage]
+              ) -> list[int]:
+    """The hit with the one message of its span that makes it a turn: the answer after a
+    user's message, else the message before it."""
+    me = messages.get(hit)
+    if me is not None and me.role == "user" and hit + 1 in span:
+        return [hit, hit + 1]
+    return [s for s in (hit - 1, hit) if s in span]
+
+
 def build_block(spans: Sequence[tuple[int, Sequence[int]]],
                 messages: Mapping[int, StoredMessage],
                 counter: TokenCounter, room: int, options: Recall,
@@ -479,27 +382,31 @@ def build_block(spans: Sequence[tuple[int, Sequence[int]]],
     def known(item: StoredMessage) -> bool:
         return bool(quoted) and len(item.text) > 24 and _one_line(item.text) in quoted
 
-    def take(seqs: Sequence[int]) -> None:
-        """Add the messages of ``seqs`` not shown yet, all or none, if they fit."""
+    def take(seqs: Sequence[int]) -> bool:
+        """Add the messages of ``seqs`` not shown yet, all or none, if they fit (False:
+        they do not)."""
         nonlocal used
         new = [messages[s] for s in seqs if s not in chosen and s in messages]
         new = [m for m in new if not known(m)]
         if not new:
-            return
+            return True
         cost = 0
         for item in new:
             if item.seq not in lines:
                 lines[item.seq] = message_line(item, counter, options.max_message_tokens)
             cost += counter.count(lines[item.seq]) + 2  # newline, date or gap lines
-        if used + cost <= room:
-            used += cost
-            for item in new:
-                chosen[item.seq] = item
+        if used + cost > room:
+            return False
+        used += cost
+        for item in new:
+            chosen[item.seq] = item
+        return True
 
     hits = [(hit, span) for hit, span in spans
             if not (hit in messages and known(messages[hit]))]
-    for _, span in hits:
-        take(span)
+    for hit, span in hits:
+        if not take(span):  # too big with the hits around it: the hit's own turn, at least
+            take(_own_turn(hit, span, messages))
     # room left: the turns around the best hits, nearest first, up to ``neighbours`` away
     for d in range(1, options.neighbours + 1):
         for hit, _ in hits:
