@@ -28,7 +28,7 @@ def fill(client: httpx.Client, sid: str, base: int = 7000) -> None:
     away (the shared server's budget is 400 tokens), then a forced fold of what is left:
     the summary cannot quote all 24, so some are only in the archive."""
     msgs = []
-    for room in range(ROOMS):
+    for room in range(10, 10 + ROOMS):  # two-digit rooms: one-digit terms are not searched
         msgs.append(user(f"The locker code for room {room} is {code(room, base)}."))
         msgs.append(assistant(f"Noted the code of room {room}."))
     for i in range(14):
@@ -45,7 +45,7 @@ def fill(client: httpx.Client, sid: str, base: int = 7000) -> None:
 def lost_room(client: httpx.Client, sid: str) -> int:
     """A room whose code the summary does not quote (recall has to bring it back)."""
     summary = client.get(f"/v1/sessions/{sid}/summary").json()["summary"]["text"]
-    lost = [room for room in range(10, ROOMS) if code(room) not in summary]  # two digits
+    lost = [room for room in range(10, 10 + ROOMS) if code(room) not in summary]
     assert lost, "the summary quoted every planted code"
     return lost[len(lost) // 2]
 
@@ -145,7 +145,7 @@ def test_another_tenants_messages_never_match(alice: httpx.Client,
     room = lost_room(alice, sid)
     body = context(mallory, sid, query=f"locker code for room {room}")
     assert code(room) not in texts(body)  # alice's code; mallory's own may be recalled
-    assert all(code(r) not in texts(body) for r in range(ROOMS))
+    assert all(code(r) not in texts(body) for r in range(10, 10 + ROOMS))
     assert_problem(mallory.get(f"/v1/sessions/{session()}/context",
                                params={"query": "locker"}), 404, "not_found")
 
