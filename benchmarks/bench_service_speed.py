@@ -17,7 +17,7 @@ during and just after the run) and the largest live tokens of a session after th
 machine are the ratios to the bare row of the same configuration: throughput (target
 ≥ 0.7×) and p99 of append and context (target ≤ 2×).
 
-Usage: python benchmarks/bench_service_speed.py [--quick] [--clients 32] [--rounds 30]
+Usage: python benchmarks/bench_service_speed.py [--quick] [--clients 32] [--rounds 40] [--repeat 2]
     [--no-postgres]
 Writes benchmarks/results/service_speed.md. 127.0.0.1 only; every server started is
 stopped; the PostgreSQL databases are created and dropped here.
@@ -282,13 +282,37 @@ def drop_pg(name: str) -> None:
 
 def pair(store: str, label: str, processes: int, home: Path,
          args: argparse.Namespace) -> tuple[Run, Run]:
+    """``args.repeat`` runs of each, alternating which goes first (bare, served, served,
+    bare, …), pooled: load that drifts during the run falls on both alike."""
     bare = Run(f"bare FastAPI, {label}")
-    with bare_server(store, processes) as target:
-        warm_then_drive(target, bare, args)
     served = Run(f"contextfold serve, {label}")
-    with contextfold_server(store, processes, home, args.clients) as target:
-        warm_then_drive(target, served, args)
+    for r in range(args.repeat):
+        for which in ((bare, served) if r % 2 == 0 else (served, bare)):
+            one = Run(which.label)
+            if which is bare:
+                with bare_server(store, processes) as target:
+                    warm_then_drive(target, one, args)
+            else:
+                with contextfold_server(store, processes, home, args.clients) as target:
+                    warm_then_drive(target, one, args)
+            pool(which, one)
     return bare, served
+
+
+def pool(total: Run, one: Run) -> None:
+    """Add ``one`` run's counts and latencies to ``total`` (fold figures: the last run's)."""
+    total.requests += one.requests
+    total.seconds += one.seconds
+    total.append_ms += one.append_ms
+    total.context_ms += one.context_ms
+    total.errors += one.errors
+    total.sent += one.sent
+    total.lost += one.lost
+    total.duplicated += one.duplicated
+    total.over_budget += one.over_budget
+    if one.folds is not None:
+        total.folds = (total.folds or 0) + one.folds
+        total.max_live = max(total.max_live or 0, one.max_live or 0)
 
 
 def warm_then_drive(target: Target, run: Run, args: argparse.Namespace) -> None:
@@ -319,12 +343,14 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--sessions", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=40)
-    parser.add_argument("--quick", action="store_true", help="15 rounds per client")
+    parser.add_argument("--repeat", type=int, default=2,
+                        help="runs of each server per configuration, alternating the order")
+    parser.add_argument("--quick", action="store_true", help="15 rounds per client, 1 run")
     parser.add_argument("--no-postgres", action="store_true")
     parser.add_argument("--no-sqlite", action="store_true")
     args = parser.parse_args()
     if args.quick:
-        args.rounds = 15
+        args.rounds, args.repeat = 15, 1
     pairs: list[tuple[Run, Run]] = []
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
@@ -352,7 +378,9 @@ def main() -> None:
         "# The HTTP service next to a bare FastAPI app\n\n"
         f"`python benchmarks/bench_service_speed.py{' --quick' if args.quick else ''}`: "
         f"{args.clients} concurrent clients over {args.sessions} sessions, {args.rounds} turns "
-        "each (append user + assistant with ids, then read the context). `contextfold serve` "
+        "each (append user + assistant with ids, then read the context); "
+        f"{args.repeat} runs of each server, alternating which goes first, pooled. "
+        "`contextfold serve` "
         "with its default settings (folds by its background fold worker; budget 4,000); "
         "the bare app inserts two rows and selects the newest 40 on the same database. "
         "Targets: ops/s ≥ 0.7× bare, p99 ≤ 2× bare. Lost = ids that got a 200 but are "
