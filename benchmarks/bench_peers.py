@@ -18,10 +18,9 @@ use (``pip install "langchain>=1.0" langmem llama-index-core -e .``) and re-runs
 there. Options: ``--quick`` (fewer turns, for a smoke run), ``--budgets 2000,4000``,
 ``--data PATH``, ``--no-write``, ``--skip lm,li`` (systems left out: their rows of the
 previous report are kept, marked as such), ``--repeat N`` (every system runs N times per
-budget, in turn with the others, and its fastest run is reported: on a shared machine the
-load moves, and the other columns are the same in every run; a run longer than 20 s is
-not repeated). Writes
-``benchmarks/results/peers.md``.
+budget, in turn with the others and the other budgets, and its fastest run is reported:
+on a shared machine the load moves, and the other columns are the same in every run; a
+run longer than 20 s is not repeated). Writes ``benchmarks/results/peers.md``.
 
 Definitions (the same for every system):
 - context size: Σ over the context's messages of ceil(len(text) / 4) + 3;
@@ -418,7 +417,8 @@ def main() -> None:
         "shared with other jobs (load average {LOAD}): µs/turn is process CPU time "
         "(`time.process_time`, all threads), less sensitive to the load than wall time but "
         "still noisy; compare within a budget, not across runs.**"
-        + (f" Each system ran {args.repeat} times per budget, in turn with the others "
+        + (f" Each system ran {args.repeat} times per budget, in turn with the others and "
+           "the other budgets "
            "(once when a run took over 20 s); the fastest run is reported."
            if args.repeat > 1 else ""),
         "",
@@ -436,19 +436,23 @@ def main() -> None:
     kept = previous_rows(RESULTS)
     loads = [os.getloadavg()[0]]
     results: dict[int, list[Run]] = {}
-    for budget in budgets:
-        chosen = [(n, fn) for n, fn in systems if n not in skip and f"{n}@{budget}" not in skip]
-        tries: dict[str, list[Run]] = {n: [] for n, _ in chosen}
-        slow: set[str] = set()
-        for _ in range(max(1, args.repeat)):
-            for name, fn in chosen:  # in turn, so a load spike hits one try of each
-                if name in slow:
+    chosen = {b: [(n, fn) for n, fn in systems if n not in skip and f"{n}@{b}" not in skip]
+              for b in budgets}
+    tries: dict[tuple[int, str], list[Run]] = {(b, n): [] for b in budgets for n, _ in chosen[b]}
+    slow: set[tuple[int, str]] = set()
+    # Every system at every budget in turn, repeat after repeat: a load that moves during
+    # the run hits one try of each, so per-turn ratios across budgets stay comparable.
+    for _ in range(max(1, args.repeat)):
+        for budget in budgets:
+            for name, fn in chosen[budget]:
+                if (budget, name) in slow:
                     continue
                 started = time.perf_counter()
-                tries[name].append(fn(budget))
+                tries[budget, name].append(fn(budget))
                 if time.perf_counter() - started > SLOW_SECONDS:
-                    slow.add(name)  # a slow peer runs once: noise is small next to its cost
-        runs = [best_of(tries[n]) for n, _ in chosen]
+                    slow.add((budget, name))  # a slow run once: noise is small next to it
+    for budget in budgets:
+        runs = [best_of(tries[budget, n]) for n, _ in chosen[budget]]
         for r in runs:
             print(f"B={budget:>7,} {row(r)}", flush=True)
         results[budget] = runs
