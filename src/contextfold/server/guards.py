@@ -71,12 +71,12 @@ def request_cost(body_bytes: int, bytes_per_unit: int) -> float:
     return float(1 + -(-(body_bytes - bytes_per_unit) // bytes_per_unit))
 
 
-def charge_messages(state: ServerState, key_id: str, messages: int) -> None:
+async def charge_messages(state: ServerState, key_id: str, messages: int) -> None:
     """Charge an append's messages to its key (1 token per ``cost_messages_per_token``
     started beyond the first ones; the request itself was charged by :class:`KeyGate`)."""
     extra = messages // state.config.limits.cost_messages_per_token
     if extra:
-        state.limiter.check(key_id, cost=float(extra))
+        await state.limiter.acheck(key_id, cost=float(extra))
 
 
 class HeavyTurns:
@@ -164,7 +164,7 @@ class KeyGate:
         limits = self.state.config.limits
         size = declared_length(scope)
         try:
-            self.state.limiter.check(
+            await self.state.limiter.acheck(
                 tenant.key_id, cost=request_cost(size, limits.cost_bytes_per_token)
             )
         except ProblemError as over:

@@ -64,7 +64,7 @@ async def append_messages(body: AppendRequest, scoped: Writable, state: State) -
             "too_many_messages",
             f"{len(body.messages)} messages in one request; the limit is {limit}",
         )
-    charge_messages(state, scoped.tenant.key_id, len(body.messages))
+    await charge_messages(state, scoped.tenant.key_id, len(body.messages))
     raw = [m.to_library() for m in body.messages]
     memory = scoped.memory
     try:
