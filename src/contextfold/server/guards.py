@@ -211,7 +211,7 @@ class BodyDeadlineMiddleware:
                 return await receive()
             try:
                 message = await asyncio.wait_for(receive(), deadline - time.monotonic())
-            except TimeoutError:
+            except asyncio.TimeoutError:  # (builtin TimeoutError only from 3.11)
                 timed_out = True
                 raise ProblemError(
                     408, "request_timeout",

@@ -66,8 +66,6 @@ async def append_messages(body: AppendRequest, scoped: Writable, request: Reques
             "too_many_messages",
             f"{len(body.messages)} messages in one request; the limit is {limit}",
         )
-    if not body.messages:
-        raise ProblemError(422, "validation_error", "messages must not be empty")
     await charge_messages(state, scoped.tenant.key_id, len(body.messages))
     raw = [m.to_library() for m in body.messages]
     memory = scoped.memory
