@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import ConfigError
@@ -131,11 +131,13 @@ async def search_messages(
     sid, terms = query.session_id, query.terms
     if not terms or "\x00" in sid:  # no session id with a NUL can be stored
         return []
+    groups = term_groups(terms, query.min_matched)
+    need = len(groups[0])  # what the engine guarantees: every term of one group
     cur = await conn.execute(
         SEARCH,
         {
             "cfg": query.config,
-            "q": tsquery_text(term_groups(terms, query.min_matched)),
+            "q": tsquery_text(groups),
             "sid": sid,
             "folded": query.folded,
             "limit": query.limit,
@@ -144,9 +146,11 @@ async def search_messages(
     hits = []
     for seq, body, tokens, score, through in await cur.fetchall():
         stored = decoder.decode(sid, seq, body, tokens, seq <= through)
-        hits.append(make_hit(stored, score, terms, seq <= through))
-    need = min(query.min_matched, len(terms))
-    return [h for h in hits if h.matched >= need]
+        hit = make_hit(stored, score, terms, seq <= through)
+        # the engine matched a whole group: with a stemming configuration it matches
+        # words Python's count cannot see ("hausern" ~ "hauser"), so trust it
+        hits.append(hit if hit.matched >= need else replace(hit, matched=need))
+    return hits
 
 
 async def fetch_messages(
