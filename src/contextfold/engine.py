@@ -546,15 +546,20 @@ class AsyncMemory:
         *,
         limit: int = 20,
         folded: bool | None = None,
+        min_matched: int = 1,
     ) -> list[SearchHit]:
         """Full-text search of the session's stored messages, best first. ``query``: text
         (its words, stop words dropped: :func:`~contextfold.search_terms.search_terms`) or
         the terms themselves; any of them matches. ``folded``: only folded (True) or live
-        (False) messages. What the store holds is what is found: redacted text where
+        (False) messages; ``min_matched``: only messages with that many of the terms.
+        What the store holds is what is found: redacted text where
         messages are redacted, nothing that ``delete`` retention removed."""
         terms = search_terms(query) if isinstance(query, str) else list(query)
         store = await self._ready()
-        return await store.search(_check_session_id(session_id), terms, limit=limit, folded=folded)
+        return await store.search(
+            _check_session_id(session_id), terms, limit=limit, folded=folded,
+            min_matched=min_matched,
+        )
 
     async def stats(self, session_id: str) -> SessionStats | None:
         return await (await self._ready()).stats(_check_session_id(session_id))

@@ -114,8 +114,10 @@ class Memory:
         *,
         limit: int = 20,
         folded: bool | None = None,
+        min_matched: int = 1,
     ) -> list[SearchHit]:
-        return self._run(self._async.search(session_id, query, limit=limit, folded=folded))
+        return self._run(self._async.search(
+            session_id, query, limit=limit, folded=folded, min_matched=min_matched))
 
     def stats(self, session_id: str) -> SessionStats | None:
         return self._run(self._async.stats(session_id))

@@ -345,12 +345,15 @@ class Store(Protocol):
         *,
         limit: int = 20,
         folded: bool | None = None,
+        min_matched: int = 1,
     ) -> list[SearchHit]:
         """The session's stored messages matching *any* of ``terms`` (plain words: the
         store folds, splits and quotes them; none left → no hits), best first by the
         engine's relevance, at most ``limit`` (1..1000, else ``ValidationError``).
-        ``folded``: True only folded messages, False only live ones, None both. An
-        unknown session has no hits."""
+        ``folded``: True only folded messages, False only live ones, None both.
+        ``min_matched``: only messages with at least that many of the terms (capped at
+        their number; see :func:`.search.term_groups`) — much cheaper than filtering the
+        hits afterwards. An unknown session has no hits."""
         ...
 
     async def fetch(self, session_id: str, seqs: Sequence[int]) -> list[StoredMessage]:

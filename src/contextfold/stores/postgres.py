@@ -67,7 +67,7 @@ from .rows import (
     session_stats,
     version_from_row,
 )
-from .search import SearchHit, check_limit, clean_terms, index_text
+from .search import SearchHit, check_limit, clean_terms, index_text, term_groups
 
 try:
     import psycopg
@@ -516,10 +516,13 @@ class PostgresStore:
         )
 
     async def search(
-        self, session_id: str, terms: Sequence[str], *, limit: int = 20, folded: bool | None = None
+        self, session_id: str, terms: Sequence[str], *, limit: int = 20,
+        folded: bool | None = None, min_matched: int = 1,
     ) -> list[SearchHit]:
         check_limit(limit)
-        query = SearchQuery(self.search_config, session_id, clean_terms(terms), folded, limit)
+        cleaned = clean_terms(terms)
+        term_groups(cleaned, min_matched)  # checks min_matched
+        query = SearchQuery(self.search_config, session_id, cleaned, folded, limit, min_matched)
         return await self._tx(lambda conn: search_messages(conn, self._decoder, query), single=True)
 
     async def summary(self, session_id: str) -> Summary | None:

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import ConfigError
 from ..messages import StoredMessage
 from .rows import MessageDecoder, decode_message
-from .search import PREFIX_MIN, SearchHit, index_text, make_hit
+from .search import PREFIX_MIN, SearchHit, index_text, make_hit, term_groups
 
 __all__ = [
     "FETCH",
@@ -74,9 +74,17 @@ def check_config(config: str) -> str:
     return config
 
 
-def tsquery_text(terms: Sequence[str]) -> str:
-    """``to_tsquery`` input matching any of the cleaned ``terms`` (long ones as prefixes)."""
-    return " | ".join(f"'{t}'" + (":*" if len(t) >= PREFIX_MIN else "") for t in terms)
+def tsquery_text(groups: Sequence[Sequence[str]]) -> str:
+    """``to_tsquery`` input matching any of the ``groups`` of cleaned terms (all terms of
+    a group; long terms as prefixes), see :func:`~.search.term_groups`."""
+
+    def term(t: str) -> str:
+        return f"'{t}'" + (":*" if len(t) >= PREFIX_MIN else "")
+
+    return " | ".join(
+        term(g[0]) if len(g) == 1 else "(" + " & ".join(term(t) for t in g) + ")"
+        for g in groups
+    )
 
 
 async def index_existing(conn: Any, config: str, batch: int = 1000) -> None:
@@ -113,6 +121,7 @@ class SearchQuery:
     terms: list[str]
     folded: bool | None
     limit: int
+    min_matched: int = 1
 
 
 async def search_messages(
@@ -122,11 +131,13 @@ async def search_messages(
     sid, terms = query.session_id, query.terms
     if not terms or "\x00" in sid:  # no session id with a NUL can be stored
         return []
+    groups = term_groups(terms, query.min_matched)
+    need = len(groups[0])  # what the engine guarantees: every term of one group
     cur = await conn.execute(
         SEARCH,
         {
             "cfg": query.config,
-            "q": tsquery_text(terms),
+            "q": tsquery_text(groups),
             "sid": sid,
             "folded": query.folded,
             "limit": query.limit,
@@ -135,7 +146,10 @@ async def search_messages(
     hits = []
     for seq, body, tokens, score, through in await cur.fetchall():
         stored = decoder.decode(sid, seq, body, tokens, seq <= through)
-        hits.append(make_hit(stored, score, terms, seq <= through))
+        hit = make_hit(stored, score, terms, seq <= through)
+        # the engine matched a whole group: with a stemming configuration it matches
+        # words Python's count cannot see ("hausern" ~ "hauser"), so trust it
+        hits.append(hit if hit.matched >= need else replace(hit, matched=need))
     return hits
 
 

@@ -30,11 +30,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
+from itertools import combinations
 
 from ..errors import ValidationError
 from ..messages import Message, Role, StoredMessage, render_text
 
 __all__ = [
+    "MAX_GROUPS",
     "MAX_INDEX_CHARS",
     "MAX_LIMIT",
     "MAX_TERMS",
@@ -48,6 +50,7 @@ __all__ = [
     "make_hit",
     "matched_terms",
     "snippet",
+    "term_groups",
     "term_matches",
     "words",
 ]
@@ -60,6 +63,8 @@ MAX_WORD = 64
 MAX_TERMS = 32
 #: Most hits one search returns.
 MAX_LIMIT = 1000
+#: Most term combinations a ``min_matched`` search sends (every pair of 32 terms fits).
+MAX_GROUPS = 500
 #: Terms at least this long also match as word prefixes.
 PREFIX_MIN = 4
 
@@ -247,3 +252,21 @@ def make_hit(
         folded=folded,
         matched=matched_terms(indexed, terms),
     )
+
+
+def term_groups(terms: Sequence[str], min_matched: int) -> list[tuple[str, ...]]:
+    """What a search asks its engine for: any one of these groups of cleaned ``terms``, all
+    terms of a group in one message. ``min_matched`` (capped at the number of terms): the
+    groups are every combination of that many terms, so a message matching fewer is never
+    even scored — the engine skips the many messages that share one common word with the
+    query. Beyond :data:`MAX_GROUPS` combinations, pairs (the store then drops hits with
+    fewer matches, and may return fewer than ``limit``)."""
+    if isinstance(min_matched, bool) or not isinstance(min_matched, int) or min_matched < 1:
+        raise ValidationError(f"min_matched must be an int >= 1, got {min_matched!r}")
+    m = min(min_matched, len(terms))
+    if m <= 1:
+        return [(t,) for t in terms]
+    groups: list[tuple[str, ...]] = list(combinations(terms, m))
+    if len(groups) > MAX_GROUPS:
+        groups = [tuple(g) for g in combinations(terms, 2)][:MAX_GROUPS]
+    return groups

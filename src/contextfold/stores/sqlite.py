@@ -56,7 +56,7 @@ from .rows import (
     ledger_from_row,
     ledger_values,
 )
-from .search import SearchHit, check_limit, clean_terms, make_hit
+from .search import SearchHit, check_limit, clean_terms, make_hit, term_groups
 from .sqlite_schema import MIGRATIONS, SESSION_COLS, session_stats
 from .sqlite_search import catch_up_stored, folded_range, search_ids, unindex
 
@@ -550,9 +550,12 @@ class SQLiteStore:
         *,
         limit: int = 20,
         folded: bool | None = None,
+        min_matched: int = 1,
     ) -> list[SearchHit]:
         check_limit(limit)
         cleaned = clean_terms(terms)
+        groups = term_groups(cleaned, min_matched)
+        need = min(min_matched, len(cleaned))
         if not cleaned:
             return []
 
@@ -567,7 +570,7 @@ class SQLiteStore:
             through, key, last, indexed = row
             if (through if folded else last) > indexed:
                 return None  # messages to index first (a write)
-            found = search_ids(conn, key, cleaned, *folded_range(folded, through), limit)
+            found = search_ids(conn, key, groups, *folded_range(folded, through), limit)
             if not found:
                 return []
             marks = ", ".join("?" for _ in found)
@@ -584,7 +587,7 @@ class SQLiteStore:
                 body, tokens = bodies[seq]
                 stored = self._decoder.decode(session_id, seq, body, tokens, seq <= through)
                 hits.append(make_hit(stored, score, cleaned, seq <= through, words))
-            return hits
+            return [h for h in hits if h.matched >= need]
 
         def catch_up(conn: sqlite3.Connection) -> None:
             row = conn.execute(

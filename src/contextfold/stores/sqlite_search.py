@@ -119,18 +119,32 @@ def unindex(conn: sqlite3.Connection, key: int, lo: int = 1, hi: int = MAX_SEQ) 
     conn.execute("DELETE FROM message_words WHERE id BETWEEN ? AND ?", ids)
 
 
-def match_expression(terms: Sequence[str]) -> str:
-    """An FTS5 query matching any of the cleaned ``terms`` (each quoted; long ones also
-    as prefixes). ``terms`` hold only word characters (see :func:`~.search.clean_terms`)."""
-    return " OR ".join(f'"{t}"' + ("*" if len(t) >= PREFIX_MIN else "") for t in terms)
+def match_expression(groups: Sequence[Sequence[str]]) -> str:
+    """An FTS5 query matching any of the ``groups`` of cleaned terms (see
+    :func:`~.search.term_groups`; each term quoted, long ones also as prefixes). Terms hold
+    only word characters (see :func:`~.search.clean_terms`)."""
+
+    def term(t: str) -> str:
+        return f'"{t}"' + ("*" if len(t) >= PREFIX_MIN else "")
+
+    return " OR ".join(
+        term(g[0]) if len(g) == 1 else "(" + " AND ".join(term(t) for t in g) + ")"
+        for g in groups
+    )
 
 
 def search_ids(
-    conn: sqlite3.Connection, key: int, terms: Sequence[str], lo: int, hi: int, limit: int
+    conn: sqlite3.Connection,
+    key: int,
+    groups: Sequence[Sequence[str]],
+    lo: int,
+    hi: int,
+    limit: int,
 ) -> list[tuple[int, float, str]]:
-    """(seq, score, indexed words) of the best ``limit`` matches among seqs ``lo..hi`` of
-    one session, best first; score is ``-bm25`` (higher is better)."""
-    if not terms or lo > hi or limit <= 0:
+    """(seq, score, indexed words) of the best ``limit`` matches of any of the term
+    ``groups`` among seqs ``lo..hi`` of one session, best first; score is ``-bm25``
+    (higher is better)."""
+    if not groups or lo > hi or limit <= 0:
         return []
     first, last = seq_range(key, lo, hi)
     rows = conn.execute(
@@ -138,6 +152,6 @@ def search_ids(
         "SELECT rowid AS id, rank AS score FROM message_search "
         "WHERE message_search MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rank LIMIT ?"
         ") s JOIN message_words w ON w.id = s.id ORDER BY s.score, s.id DESC",
-        (match_expression(terms), first, last, limit),
+        (match_expression(groups), first, last, limit),
     ).fetchall()
     return [(rowid & MAX_SEQ, score, words) for rowid, score, words in rows]

@@ -202,3 +202,25 @@ class SearchConformance:
             assert await store.fetch("s", []) == [] and await store.fetch("t", [1]) == []
 
         self._run(body)
+
+    def test_min_matched_skips_messages_with_fewer_terms(self) -> None:
+        async def body(store: Store) -> None:
+            await store.append("s", [*CHAT, _p("user", "The dog took the ferry to Lisbon")], T0)
+            terms = ["dog", "ferry", "lisbon", "biscuit"]
+            every = await store.search("s", terms)
+            assert {h.seq for h in every} == {1, 2, 3, 4, 7}
+            two = await store.search("s", terms, min_matched=2)
+            assert {h.seq for h in two} == {3, 4, 7}  # 1, 2: lisbon alone
+            three = await store.search("s", terms, min_matched=3)
+            assert [(h.seq, h.matched) for h in three] == [(7, 3)]
+            assert await store.search("s", terms, min_matched=4) == []
+            assert [h.seq for h in await store.search("s", ["lisbon"], min_matched=5)] in (
+                [1, 2, 7], [2, 1, 7], [7, 1, 2], [7, 2, 1], [1, 7, 2], [2, 7, 1])  # capped at 1
+            for bad in (0, -1, True):
+                try:
+                    await store.search("s", terms, min_matched=bad)
+                except ValidationError:
+                    continue
+                raise AssertionError(f"min_matched={bad!r} accepted")
+
+        self._run(body)
