@@ -35,6 +35,7 @@ fetch) and is awaited by the engine.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -485,8 +486,12 @@ async def recall_into(
     if not terms:
         return ctx
     live_from = live[0].seq if live else None
+    # the store leaves out messages with fewer terms than the gate needs (a hit from a
+    # date the query names counts one more, so it may have one fewer)
+    need = math.ceil(max(min(options.min_matched, len(terms)),
+                         options.min_coverage * len(terms)))
     found = await store.search(session_id, terms, limit=options.limit * (2 if months else 1),
-                               folded=True)
+                               folded=True, min_matched=max(1, need - bool(months)))
     hits = relevant(found, len(terms), options, live_from, months)
     if not hits:
         return ctx
