@@ -143,8 +143,8 @@ _QUESTION_NOISE = _wordset(
 
 
 def refine_terms(terms: Sequence[str]) -> list[str]:
-    """Query terms for recall (``terms``: :func:`~contextfold.search_terms.query_terms`
-    of the query): English stop words and the
+    """Query terms for recall (``terms``: the query's cleaned words,
+    :func:`~contextfold.stores.search.clean_terms`): English stop words and the
     words a question is made of but an answer rarely repeats (``many``, ``times``,
     ``latest``…) and month names and years (dates are matched on the messages'
     timestamps instead, :func:`query_months`) dropped; English
