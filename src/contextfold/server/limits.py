@@ -70,10 +70,6 @@ class RateLimiter:
             headers={"Retry-After": str(seconds)},
         )
 
-    async def acheck(self, key_id: str, cost: float = 1.0) -> None:
-        """:meth:`check` for a caller on the event loop (a shared backend may wait)."""
-        self.check(key_id, cost)
-
 
 async def send_problem(send: Send, problem: ProblemError, path: str) -> None:
     import json
