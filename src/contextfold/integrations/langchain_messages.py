@@ -16,6 +16,7 @@ changed or that exists only in the store (after a restart or a trimmed state) is
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -197,7 +198,7 @@ class LangChainView:
 
     def __init__(self) -> None:
         self._shown: dict[int, tuple[Message, BaseMessage]] = {}
-        self._scanned: tuple[int, BaseMessage | None, BaseMessage | None] = (0, None, None)
+        self._scanned: list[BaseMessage] = []  # held, so their ids cannot be reused
         self._texts: list[str] = []
 
     def to_langchain(self, messages: Sequence[Message], originals: Sequence[BaseMessage]
@@ -219,13 +220,15 @@ class LangChainView:
 
     def system_texts(self, messages: Sequence[BaseMessage]) -> list[str]:
         """The texts of the system messages among ``messages`` (see the class docstring)."""
-        n, first, last = self._scanned
-        if not (n and len(messages) >= n and messages[n - 1] is last and messages[0] is first):
+        seen = self._scanned
+        n = len(seen)
+        # the same objects in the same places (a C-level identity walk, no conversion):
+        # a message replaced or removed in the middle makes the whole list scanned again
+        if not (len(messages) >= n and all(map(operator.is_, messages[:n], seen))):
             n, self._texts = 0, []
         texts = self._texts
         texts += [m.text for m in messages[n:] if isinstance(m, SystemMessage) and m.text]
-        self._scanned = (len(messages), *((messages[0], messages[-1]) if messages
-                                          else (None, None)))
+        self._scanned = list(messages)
         return list(texts)
 
 
