@@ -420,7 +420,7 @@ def build_block(spans: Sequence[tuple[int, Sequence[int]]],
         tokens = count_message(counter, message)
         if tokens <= room:
             return RecallBlock(message, tokens, tuple(sorted(chosen)))
-        chosen.pop(max(chosen))  # the estimate was short: drop messages until it fits
+        chosen.popitem()  # the estimate was short: drop the last taken until it fits
     return None
 
 
