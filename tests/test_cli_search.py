@@ -88,5 +88,6 @@ def test_replay_query_recalls_folded_turns_into_the_context(tmp_path: Path) -> N
     assert stats["context_tokens"] <= 600
     with Memory(db) as memory:
         assert "7559" not in memory.summary("long").text  # type: ignore[union-attr]
-    assert "7559" in _stdout(*base, *query)
-    assert "recalled" not in json.loads(_stdout(*base, "--output", "stats"))
+    again = [*base, "--replace"]  # replay never touches an existing session by default
+    assert "7559" in _stdout(*again, *query)
+    assert "recalled" not in json.loads(_stdout(*again, "--output", "stats"))

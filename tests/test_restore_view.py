@@ -29,6 +29,10 @@ PHONE = "+44 20 7946 0958"
 COUNTER = get_counter("o200k")
 
 
+#: a forced fold folds everything (the default TokenBudget keeps the newest 2 verbatim)
+ALL = TokenBudget(4000, keep_last=0)
+
+
 def concat(req: SummaryRequest) -> str:
     """A summarizer that keeps everything it reads (so values reach the summary)."""
     return " ".join([req.previous, *(m.text for m in req.messages)]).strip()
@@ -61,7 +65,7 @@ def summary_shown(mem: Memory, sid: str) -> str:
 
 def test_the_context_shows_values_the_store_and_the_summarizer_never_get() -> None:
     fn = remote()
-    with Memory(MemoryStore(), summarizer=fn, fold="manual") as mem:
+    with Memory(MemoryStore(), summarizer=fn, fold="manual", policy=ALL) as mem:
         fold_some(mem, "s", f"invite {EMAIL} to the review", f"and call {PHONE} first")
         stored = mem.summary("s")
         assert stored is not None
@@ -79,7 +83,7 @@ def test_the_context_shows_values_the_store_and_the_summarizer_never_get() -> No
 
 
 def test_summary_tokens_are_counted_restored_and_the_policy_sees_that_size() -> None:
-    with Memory(MemoryStore(), summarizer=remote(), fold="manual") as mem:
+    with Memory(MemoryStore(), summarizer=remote(), fold="manual", policy=ALL) as mem:
         fold_some(mem, "s", f"write to {EMAIL}, {EMAIL.replace('jane', 'joe')} and "
                             f"{EMAIL.replace('jane', 'ann')}")
         ctx = mem.context("s")
@@ -102,7 +106,7 @@ def test_restore_once_per_summary_version_not_per_turn() -> None:
             Counting.reads += 1
             return await super().vault_get(session_id)
 
-    with Memory(Counting(), summarizer=remote(), fold="manual") as mem:
+    with Memory(Counting(), summarizer=remote(), fold="manual", policy=ALL) as mem:
         fold_some(mem, "s", f"mail {EMAIL}")
         before = Counting.reads
         for i in range(5):
@@ -117,7 +121,7 @@ def test_restore_once_per_summary_version_not_per_turn() -> None:
 
 
 def test_redact_messages_sessions_are_never_restored() -> None:
-    with Memory(MemoryStore(), summarizer=remote(), fold="manual", redact_messages=True,
+    with Memory(MemoryStore(), summarizer=remote(), fold="manual", policy=ALL, redact_messages=True,
                 reversible=True) as mem:
         fold_some(mem, "p", f"mail {EMAIL}")
         mem.add("p", Message(role="user", content=f"again {EMAIL}"))
@@ -135,7 +139,7 @@ def test_redact_messages_sessions_are_never_restored() -> None:
 
 def test_opting_out_keeps_no_values_and_shows_placeholders(tmp_path: Path) -> None:
     db = tmp_path / "m.db"
-    with Memory(SQLiteStore(db), summarizer=remote(), fold="manual",
+    with Memory(SQLiteStore(db), summarizer=remote(), fold="manual", policy=ALL,
                 restore_context=False) as mem:
         fold_some(mem, "s", f"mail {EMAIL}")
         assert "<EMAIL_1>" in summary_shown(mem, "s")
@@ -147,11 +151,11 @@ def test_opting_out_keeps_no_values_and_shows_placeholders(tmp_path: Path) -> No
 
 def test_delete_retention_restores_only_when_asked(tmp_path: Path) -> None:
     with Memory(SQLiteStore(tmp_path / "d.db", retention="delete"), summarizer=remote(),
-                fold="manual") as mem:
+                fold="manual", policy=ALL) as mem:
         fold_some(mem, "s", f"mail {EMAIL}")
         assert "<EMAIL_1>" in summary_shown(mem, "s")
     with Memory(SQLiteStore(tmp_path / "e.db", retention="delete"), summarizer=remote(),
-                fold="manual", restore_context=True) as mem:
+                fold="manual", policy=ALL, restore_context=True) as mem:
         fold_some(mem, "s", f"mail {EMAIL}")
         assert EMAIL in summary_shown(mem, "s")
 
@@ -160,10 +164,10 @@ def test_a_new_process_restores_from_the_stored_vault_and_delete_removes_it(
     tmp_path: Path,
 ) -> None:
     db = tmp_path / "m.db"
-    with Memory(SQLiteStore(db), summarizer=remote(), fold="manual") as mem:
+    with Memory(SQLiteStore(db), summarizer=remote(), fold="manual", policy=ALL) as mem:
         fold_some(mem, "s", f"mail {EMAIL}")
         fold_some(mem, "t", f"call {PHONE}")
-    with Memory(SQLiteStore(db), summarizer=remote(), fold="manual") as again:
+    with Memory(SQLiteStore(db), summarizer=remote(), fold="manual", policy=ALL) as again:
         assert EMAIL in summary_shown(again, "s")
         assert again.delete("s")
         with sqlite3.connect(db) as conn:
@@ -196,7 +200,7 @@ def test_an_idle_clear_forgets_the_restored_summary_and_the_vault() -> None:
 
 def test_a_callers_own_reversible_redactor_is_used_for_the_view() -> None:
     vault = InMemoryVault()
-    with Memory(MemoryStore(), summarizer=remote(), fold="manual",
+    with Memory(MemoryStore(), summarizer=remote(), fold="manual", policy=ALL,
                 redactor=Redactor(vault=vault)) as mem:
         fold_some(mem, "s", f"mail {EMAIL}")
         assert EMAIL in summary_shown(mem, "s")
@@ -260,7 +264,7 @@ def test_restore_within_keeps_to_its_limit(values: Mapping[str, str], limit: int
 def test_values_never_cost_the_summary_its_place() -> None:
     redactor = Redactor(patterns={"CODE": r"\bZQ[a-j]+QZ\b"})
     value = "ZQ" + "abcdefghij" * 30 + "QZ"
-    with Memory(MemoryStore(), summarizer=remote(), fold="manual", redactor=redactor,
+    with Memory(MemoryStore(), summarizer=remote(), fold="manual", policy=ALL, redactor=redactor,
                 tokenizer=COUNTER) as mem:
         fold_some(mem, "s", f"use {value} later")
         mem.add("s", Message(role="user", content="what next?"),
@@ -285,14 +289,14 @@ def test_on_postgres_a_second_memory_restores_and_delete_removes_the_values(
     from contextfold.stores.postgres import PostgresStore
 
     with Memory(PostgresStore(pg_database, pool_size=1), summarizer=remote(),
-                fold="manual") as mem:
+                fold="manual", policy=ALL) as mem:
         fold_some(mem, "s", f"mail {EMAIL} and call {PHONE}")
         assert mem.summary("s").text == "mail <EMAIL_1> and call <PHONE_1> noted"  # type: ignore[union-attr]
     with Memory(PostgresStore(pg_database, pool_size=1), summarizer=remote(),
-                fold="manual") as again:
+                fold="manual", policy=ALL) as again:
         shown = summary_shown(again, "s")
         assert EMAIL in shown and PHONE in shown
         assert again.delete("s")
-    with Memory(PostgresStore(pg_database, pool_size=1), fold="manual",
+    with Memory(PostgresStore(pg_database, pool_size=1), fold="manual", policy=ALL,
                 reversible=True) as third:
         assert third.restore("s", "<EMAIL_1> <PHONE_1>") == "<EMAIL_1> <PHONE_1>"  # gone
