@@ -24,32 +24,42 @@ Page = playwright_api.Page
 SESSION = "locker-codes"
 
 
-def _seed_recall_session(served: Served) -> list[int]:
+def _code(room: int) -> str:
+    return str(7000 + room * 13)
+
+
+def _seed_recall_session(served: Served) -> tuple[list[int], int]:
     """A session with recall on: 60 locker codes, small talk that folds them away, then a
-    question about one of them. Returns the recalled seqs the API reports."""
+    question about one the summary does not quote (the offline summary quotes whole
+    sentences, and recall leaves out what it quotes). Returns the recalled seqs the API
+    reports and the room asked about (its code was said at seq ``2 * room + 1``)."""
     with served.client() as http:
         assert http.put(f"/v1/sessions/{SESSION}/settings",
                         json={"recall": True, "budget": 600}).status_code == 200
         turns = []
         for i in range(60):
             turns.append({"role": "user", "content": f"The locker code for room {i} is "
-                          f"{7000 + i * 13}."})
+                          f"{_code(i)}."})
             turns.append({"role": "assistant", "content": f"Noted the code of room {i}."})
         for i in range(100):
             turns.append({"role": "user" if i % 2 == 0 else "assistant",
                           "content": f"Turn {i}: more about the garden, tomatoes and the weather."})
-        turns.append({"role": "user", "content": "What was the locker code for room 43?"})
         for lo in range(0, len(turns), 50):
             r = http.post(f"/v1/sessions/{SESSION}/messages", json={"messages": turns[lo:lo + 50]})
             assert r.status_code == 200, r.text
         while http.post(f"/v1/sessions/{SESSION}/fold", json={}).json().get("status") == (
                 "committed"):
             pass  # folds the policy asks for, however the server runs them
+        summary = http.get(f"/v1/sessions/{SESSION}/summary").json()["summary"]["text"]
+        room = next(i for i in range(10, 60) if _code(i) not in summary)  # two digits
+        r = http.post(f"/v1/sessions/{SESSION}/messages", json={"messages": [
+            {"role": "user", "content": f"What was the locker code for room {room}?"}]})
+        assert r.status_code == 200, r.text
         ctx = http.get(f"/v1/sessions/{SESSION}/inspect/context").json()
     recalled: list[int] = ctx["recalled"]
     kinds = [m["kind"] for m in ctx["messages"]]
     assert kinds.count("recalled") == (1 if recalled else 0)
-    return recalled
+    return recalled, room
 
 
 @pytest.fixture
@@ -71,16 +81,17 @@ def page(served: Served) -> Iterator[Page]:
 def test_recalled_turns_are_marked_in_the_context_view(
     page: Page, served: Served, tmp_path: Path
 ) -> None:
-    recalled = _seed_recall_session(served)
-    assert 87 in recalled  # room 43's turn, folded long ago
+    recalled, room = _seed_recall_session(served)
+    seq = 2 * room + 1
+    assert seq in recalled  # the room's turn, folded long ago, not quoted by the summary
     _login(page, served)
     page.get_by_role("link", name=SESSION).click()
     rows = page.locator("#now-table tbody tr")
     marked = page.locator("#now-table tbody tr.recalled")
     expect(marked).to_have_count(1)
     expect(marked.locator(".badge")).to_have_text("recalled")
-    expect(marked.locator("td.content")).to_contain_text("7559")  # room 43's code
+    expect(marked.locator("td.content")).to_contain_text(_code(room))
     expect(page.locator("#now-caption")).to_contain_text("recalled for the newest question")
-    expect(page.locator("#now-caption")).to_contain_text("87")
-    expect(rows.last).to_contain_text("What was the locker code for room 43?")
+    expect(page.locator("#now-caption")).to_contain_text(str(seq))
+    expect(rows.last).to_contain_text(f"What was the locker code for room {room}?")
     page.screenshot(path=str(tmp_path / "recalled.png"))
