@@ -13,8 +13,9 @@ For each worker count it starts a real ``contextfold serve`` on 127.0.0.1 and me
   tenant sends 1,000-message appends (2 at a time, default limits), and while a keyless
   flood of 401s runs (4 connections, well-formed made-up keys) — the loads run in their
   own process, and the phases alternate (alone, appends, alone, flood, ...) so the
-  machine's drift falls on every phase; ``--fold deferred`` measures with folds left to
-  ``contextfold worker`` (off the request path);
+  machine's drift falls on every phase; with ``serve``'s default (``--fold background``:
+  folds by the fold worker processes it supervises, off the request path), ``--fold inline``
+  (folds inside the append) or ``--fold deferred`` (folds left to ``contextfold worker``);
 - **kept-alive requests**: ms per request on one kept-alive connection (Nagle).
 
 Usage: python benchmarks/bench_hardening.py [--quick]
@@ -230,7 +231,8 @@ def kept_alive(served: Served, row: Row, n: int = 50) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller counts, shorter runs")
-    parser.add_argument("--fold", default="inline", choices=["inline", "deferred"],
+    parser.add_argument("--fold", default="background",
+                        choices=["background", "inline", "deferred"],
                         help="the server's fold mode for the cross-tenant rows")
     parser.add_argument("--workers", default="1,2", help="comma-separated process counts")
     parser.add_argument("--only", default=",".join(PARTS),
@@ -278,7 +280,7 @@ def main() -> None:
     lines += [f"| {n} | {' | '.join(r.values.get(n, '-') for r in rows)} |" for n in names]
     table = "\n".join(lines)
     print(table)
-    if parts != set(PARTS) or args.workers != "1,2" or args.fold != "inline":
+    if parts != set(PARTS) or args.workers != "1,2" or args.fold != "background":
         return  # a partial run: no report
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "hardening.md").write_text(
