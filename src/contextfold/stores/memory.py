@@ -37,7 +37,7 @@ from .base import (
     keeps_summary_text,
     plan_append,
 )
-from .search import SearchHit, check_limit, clean_terms, make_hit, term_groups
+from .search import SearchHit, SearchRequest, make_hit
 from .sqlite_schema import statements
 from .sqlite_search import FTS_SCHEMA, folded_range, index_messages, search_ids, unindex
 
@@ -222,23 +222,19 @@ class MemoryStore:
         folded: bool | None = None,
         min_matched: int = 1,
     ) -> list[SearchHit]:
-        check_limit(limit)
-        cleaned = clean_terms(terms)
-        groups = term_groups(cleaned, min_matched)
+        req = SearchRequest.of(terms, limit, min_matched)
         sess = self._sessions.get(session_id)
-        if sess is None or not cleaned:
+        if sess is None or not req.terms:
             return []
         through = sess.stats.through_seq
         lo, hi = folded_range(folded, through)
         self._catch_up(sess, through if folded else sess.stats.last_seq)
         try:
-            found = search_ids(self._index(), sess.key, groups, lo, hi, limit)
+            found = search_ids(self._index(), sess.key, req.groups, lo, hi, limit)
         except sqlite3.Error as exc:
             raise StorageError(f"search failed in {self!r}: {exc}") from exc
-        need = min(min_matched, len(cleaned))
-        hits = (make_hit(sess.messages[q], score, cleaned, q <= through, words)
-                for q, score, words in found)
-        return [h for h in hits if h.matched >= need]
+        return req.keep(make_hit(sess.messages[q], score, req.terms, q <= through, words)
+                        for q, score, words in found)
 
     @_atomic
     async def commit_fold(self, commit: FoldCommit, entry: LedgerEntry) -> Summary:

@@ -69,7 +69,7 @@ from .rows import (
     session_stats,
     version_from_row,
 )
-from .search import SearchHit, check_limit, clean_terms, index_text, term_groups
+from .search import SearchHit, SearchRequest, index_text
 
 try:
     import psycopg
@@ -542,10 +542,8 @@ class PostgresStore:
         self, session_id: str, terms: Sequence[str], *, limit: int = 20,
         folded: bool | None = None, min_matched: int = 1,
     ) -> list[SearchHit]:
-        check_limit(limit)
-        cleaned = clean_terms(terms)
-        term_groups(cleaned, min_matched)  # checks min_matched
-        query = SearchQuery(self.search_config, session_id, cleaned, folded, limit, min_matched)
+        req = SearchRequest.of(terms, limit, min_matched)
+        query = SearchQuery(self.search_config, session_id, req.terms, folded, limit, min_matched)
         return await self._tx(lambda conn: search_messages(conn, self._decoder, query), single=True)
 
     async def summary(self, session_id: str) -> Summary | None:

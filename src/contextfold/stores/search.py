@@ -43,6 +43,7 @@ __all__ = [
     "MAX_WORD",
     "PREFIX_MIN",
     "SearchHit",
+    "SearchRequest",
     "check_limit",
     "clean_terms",
     "fold",
@@ -270,3 +271,26 @@ def term_groups(terms: Sequence[str], min_matched: int) -> list[tuple[str, ...]]
     if len(groups) > MAX_GROUPS:
         groups = [tuple(g) for g in combinations(terms, 2)][:MAX_GROUPS]
     return groups
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """A store's search arguments, checked and prepared once for every store: the cleaned
+    ``terms`` (empty: no hits), the engine's term ``groups`` and the fewest terms a hit
+    must match (``need``)."""
+
+    terms: list[str]
+    groups: list[tuple[str, ...]]
+    need: int
+    limit: int
+
+    @classmethod
+    def of(cls, terms: Iterable[str], limit: int, min_matched: int) -> SearchRequest:
+        check_limit(limit)
+        cleaned = clean_terms(terms)
+        groups = term_groups(cleaned, min_matched)
+        return cls(cleaned, groups, min(min_matched, len(cleaned)), limit)
+
+    def keep(self, hits: Iterable[SearchHit]) -> list[SearchHit]:
+        """The hits that match at least :attr:`need` terms."""
+        return [h for h in hits if h.matched >= self.need]

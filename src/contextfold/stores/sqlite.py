@@ -57,7 +57,7 @@ from .rows import (
     ledger_from_row,
     ledger_values,
 )
-from .search import SearchHit, check_limit, clean_terms, make_hit, term_groups
+from .search import SearchHit, SearchRequest, make_hit
 from .sqlite_schema import MIGRATIONS, SESSION_COLS, session_stats
 from .sqlite_search import catch_up_stored, folded_range, search_ids, unindex
 
@@ -562,11 +562,8 @@ class SQLiteStore:
         folded: bool | None = None,
         min_matched: int = 1,
     ) -> list[SearchHit]:
-        check_limit(limit)
-        cleaned = clean_terms(terms)
-        groups = term_groups(cleaned, min_matched)
-        need = min(min_matched, len(cleaned))
-        if not cleaned:
+        req = SearchRequest.of(terms, limit, min_matched)
+        if not req.terms:
             return []
 
         def do(conn: sqlite3.Connection) -> list[SearchHit] | None:
@@ -580,7 +577,7 @@ class SQLiteStore:
             through, key, last, indexed = row
             if (through if folded else last) > indexed:
                 return None  # messages to index first (a write)
-            found = search_ids(conn, key, groups, *folded_range(folded, through), limit)
+            found = search_ids(conn, key, req.groups, *folded_range(folded, through), limit)
             if not found:
                 return []
             marks = ", ".join("?" for _ in found)
@@ -596,8 +593,8 @@ class SQLiteStore:
             for seq, score, words in found:
                 body, tokens = bodies[seq]
                 stored = self._decoder.decode(session_id, seq, body, tokens, seq <= through)
-                hits.append(make_hit(stored, score, cleaned, seq <= through, words))
-            return [h for h in hits if h.matched >= need]
+                hits.append(make_hit(stored, score, req.terms, seq <= through, words))
+            return req.keep(hits)
 
         def catch_up(conn: sqlite3.Connection) -> None:
             row = conn.execute(
