@@ -76,3 +76,69 @@ def test_bad_search_config_is_a_config_error(pg_url: str) -> None:
     for bad in ("simple; DROP TABLE x", "", "Simple", 3):
         with pytest.raises(ConfigError, match="search_config"):
             PostgresStore(pg_url, search_config=bad)  # type: ignore[arg-type]
+
+
+def _indexes(url: str, schema: str) -> dict[str, str]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s "
+                            "AND tablename = 'messages'", (schema,)).fetchall()
+    return {name: definition for name, definition in rows}
+
+
+def test_index_per_session_migrates_a_search_database(pg_url: str, monkeypatch: Any) -> None:
+    """A database at migration 6 (one GIN index on ``search`` for every session) gets the
+    index keyed by session, without a pending list; what it stored is found, by session."""
+    schema = fresh_schema()
+
+    async def main() -> None:
+        monkeypatch.setattr(postgres_schema, "MIGRATIONS", postgres_schema.MIGRATIONS[:6])
+        old = PostgresStore(pg_url, schema=schema)
+        await old.setup()
+        await old.append("a", [_p("ferry to Bodrum"), _p("dinner in Kas")], T0)
+        await old.append("b", [_p("Bodrum castle")], T0)
+        await old.close()
+        assert "messages_search" in _indexes(pg_url, schema)
+        monkeypatch.undo()
+        store = PostgresStore(pg_url, schema=schema)
+        await store.setup()
+        indexes = _indexes(pg_url, schema)
+        assert "messages_search" not in indexes
+        assert "(session_id, search)" in indexes["messages_search_session"]
+        assert "fastupdate=off" in indexes["messages_search_session"]
+        assert [h.seq for h in await store.search("a", ["bodrum"])] == [1]
+        assert [h.seq for h in await store.search("b", ["bodrum"])] == [1]
+        await store.append("b", [_p("Bodrum again")], T0)
+        assert [h.seq for h in await store.search("b", ["bodrum"])] == [2, 1]
+        assert [h.seq for h in await store.search("a", ["bodrum"])] == [1]
+        await store.close()
+
+    asyncio.run(main())
+
+
+def test_index_per_session_without_the_extension_keeps_one_index(
+    pg_url: str, monkeypatch: Any
+) -> None:
+    """When the server cannot create the extension, the migration still completes: the
+    index on ``search`` alone stays, its pending list merged and turned off."""
+    from contextfold.stores import postgres_search
+
+    schema = fresh_schema()
+
+    async def main() -> None:
+        monkeypatch.setattr(postgres_schema, "MIGRATIONS", postgres_schema.MIGRATIONS[:6])
+        old = PostgresStore(pg_url, schema=schema)
+        await old.setup()
+        await old.append("a", [_p("ferry to Bodrum")], T0)
+        await old.close()
+        monkeypatch.undo()
+        monkeypatch.setattr(postgres_search, "SESSION_GIN", "no_such_extension")
+        store = PostgresStore(pg_url, schema=schema)
+        await store.setup()
+        indexes = _indexes(pg_url, schema)
+        assert "messages_search_session" not in indexes
+        assert "fastupdate=off" in indexes["messages_search"]
+        await store.append("a", [_p("Bodrum again")], T0)
+        assert [h.seq for h in await store.search("a", ["bodrum"])] == [2, 1]
+        await store.close()
+
+    asyncio.run(main())

@@ -9,7 +9,7 @@ from typing import Any
 from psycopg import sql
 
 from .base import LedgerEntry
-from .postgres_search import SEARCH_INDEX, index_existing
+from .postgres_search import SEARCH_INDEX, index_existing, index_per_session
 from .rows import LEDGER_COLUMNS, ledger_values
 
 __all__ = [
@@ -139,8 +139,8 @@ async def _full_text_search(conn: Any, search_config: str) -> None:
 #: (connection, search configuration) run in the migration's transaction.
 Step = str | Callable[[Any, str], Awaitable[None]]
 
-#: Ordered (version, name, step): SQLite's first four, then 5 (PostgreSQL only) and 6
-#: (full-text search, SQLite's 5). Append; never edit one.
+#: Ordered (version, name, step): SQLite's first four, then 5 (PostgreSQL only), 6
+#: (full-text search, SQLite's 5) and 7 (PostgreSQL only). Append; never edit one.
 MIGRATIONS: list[tuple[int, str, Step]] = [
     (1, "initial schema", _INITIAL),
     (2, "due sessions and leases", _DUE_AND_LEASES),
@@ -148,6 +148,7 @@ MIGRATIONS: list[tuple[int, str, Step]] = [
     (4, "summary versions", _SUMMARY_VERSIONS),
     (5, "ledger by session prefix", _LEDGER_PREFIX),
     (6, "full-text search", _full_text_search),
+    (7, "search index per session", index_per_session),
 ]
 
 VERSION_COLS = (

@@ -1,4 +1,5 @@
-"""Full-text search in PostgreSQL: a ``tsvector`` column on ``messages`` with a GIN index.
+"""Full-text search in PostgreSQL: a ``tsvector`` column on ``messages`` with a GIN index
+on ``(session_id, search)`` (see :func:`index_per_session`).
 
 The column holds ``to_tsvector(config, words)`` of each message's folded words
 (:func:`~.search.index_text`), written by the append in the same statement as the row; a
@@ -16,6 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+import psycopg
+from psycopg import sql
+
 from ..errors import ConfigError
 from ..messages import StoredMessage
 from .rows import MessageDecoder, decode_message
@@ -25,10 +29,12 @@ __all__ = [
     "FETCH",
     "SEARCH",
     "SEARCH_INDEX",
+    "SESSION_GIN",
     "SearchQuery",
     "check_config",
     "fetch_messages",
     "index_existing",
+    "index_per_session",
     "search_messages",
     "tsquery_text",
 ]
@@ -40,6 +46,11 @@ SEARCH_INDEX = """
 ALTER TABLE messages ADD COLUMN search tsvector;
 CREATE INDEX messages_search ON messages USING gin (search);
 """
+
+#: The extension whose GIN operator classes for plain types let one GIN index hold
+#: ``(session_id, search)`` (a contrib module, "trusted": any user who may create in a
+#: schema may create it).
+SESSION_GIN = "btree_gin"
 
 #: (seq, body, tokens, score, through_seq) of the best matches among one session's
 #: messages, best first. ``%(lo)s..%(hi)s`` bound the seqs (the folded filter), with
@@ -110,6 +121,52 @@ async def index_existing(conn: Any, config: str, batch: int = 1000) -> None:
                 values,
             )
         after = (rows[-1][0], rows[-1][1])
+
+
+async def _create_extension(conn: Any, name: str) -> bool:
+    """Whether extension ``name`` is installed, creating it if need be: in ``public``, else
+    in the store's own schema (each try in a savepoint: a failure — no such extension on
+    the server, no privilege — leaves the migration's transaction usable)."""
+    cur = await conn.execute("SELECT 1 FROM pg_extension WHERE extname = %s", (name,))
+    if await cur.fetchone() is not None:
+        return True
+    cur = await conn.execute("SELECT current_schema()")
+    row = await cur.fetchone()
+    for schema in dict.fromkeys(("public", row[0] if row else "public")):
+        try:
+            async with conn.transaction():  # a savepoint
+                await conn.execute(
+                    sql.SQL("CREATE EXTENSION {} SCHEMA {}").format(
+                        sql.Identifier(name), sql.Identifier(schema)
+                    )
+                )
+            return True
+        except psycopg.Error:
+            continue
+    return False
+
+
+async def index_per_session(conn: Any, config: str) -> None:
+    """Migration 7: the search index keyed by session too, and without a pending list.
+
+    A GIN index over ``search`` alone holds the postings of every session: a query for one
+    session reads and then drops every other session's matches, and the planner, unsure
+    how many of a session's rows match, may rather scan all of the session's rows. With
+    ``btree_gin`` the index holds ``(session_id, search)`` and one index scan intersects
+    the session with the terms. ``fastupdate = off``: a GIN pending list (up to 4 MB of
+    not-yet-merged entries, flushed only by VACUUM or when full) is read in full by every
+    search; an append then updates the index itself (cheap beside its commit). Without
+    the extension (not installed on the server, no privilege) the index stays on
+    ``search`` alone, its pending list merged and turned off."""
+    if await _create_extension(conn, SESSION_GIN):
+        await conn.execute(
+            "CREATE INDEX messages_search_session ON messages "
+            "USING gin (session_id, search) WITH (fastupdate = off)"
+        )
+        await conn.execute("DROP INDEX messages_search")
+    else:
+        await conn.execute("ALTER INDEX messages_search SET (fastupdate = off)")
+        await conn.execute("SELECT gin_clean_pending_list('messages_search'::regclass)")
 
 
 @dataclass(frozen=True, slots=True)
