@@ -185,3 +185,38 @@ def test_deleting_a_session_removes_its_index_rows(tmp_path: Path) -> None:
     assert conn.execute("SELECT words FROM message_words").fetchall() == [("bodrum",)]
     assert conn.execute("SELECT rowid FROM message_search WHERE message_search MATCH 'ferry'"
                         ).fetchall() == []
+
+
+def test_memory_store_indexes_when_a_search_needs_it() -> None:
+    """The memory store writes no index on append or fold; a search indexes what it may
+    return first (folded messages, and live ones when it searches those), and a delete
+    retention fold or a session delete takes what was indexed out again."""
+
+    def indexed(store: MemoryStore) -> list[int]:
+        if store._fts is None:
+            return []
+        rows = store._fts.execute("SELECT id FROM message_words ORDER BY id")
+        return [r[0] & 0xFFFFFFFF for r in rows]
+
+    async def main() -> None:
+        store = MemoryStore()
+        await store.append("s", [_p(t) for t in TEXTS], T0)
+        await store.commit_fold(FoldCommit("s", 0, 1, 2, "x", 3), _entry(1, 2))
+        assert indexed(store) == []
+        assert [h.seq for h in await store.search("s", ["bodrum"], folded=True)] == [2, 1]
+        assert indexed(store) == [1, 2]
+        assert {h.seq for h in await store.search("s", ["ferry"])} == {1, 3, 5}
+        assert indexed(store) == [1, 2, 3, 4, 5]
+        await store.commit_fold(FoldCommit("s", 1, 3, 4, "x", 3), _entry(3, 4))
+        assert [h.seq for h in await store.search("s", ["noon"], folded=True)] == [3, 1]
+        assert await store.delete("s")
+        assert indexed(store) == []
+
+        deleting = MemoryStore(retention="delete")
+        await deleting.append("s", [_p(t) for t in TEXTS], T0)
+        assert {h.seq for h in await deleting.search("s", ["ferry"])} == {1, 3, 5}
+        await deleting.commit_fold(FoldCommit("s", 0, 1, 3, "x", 3), _entry(1, 3))
+        assert indexed(deleting) == [4, 5]
+        assert [h.seq for h in await deleting.search("s", ["ferry"])] == [5]
+
+    asyncio.run(main())
