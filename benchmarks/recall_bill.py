@@ -10,12 +10,19 @@ none); the longest prefix written by an earlier request is read from the cache (
 input price), the rest of the prefix is written to it (1.25×), and what follows the
 breakpoint — the block and the newest user message — is fresh input (1×).
 
-*Cache rewrites*: writes made when the prefix did not merely grow (a fold changed the
-summary, or a trimmed view moved its start), so cached text had to be written again; the
-share of the bill they take. The ratio row is the bill with recall over the bill without,
-measured in the same run. Usage::
+Writes are told apart by cause (see :class:`Bill`): *first writes* put conversation text
+in the cache once — the previous turn's user message and reply, which any cached
+conversation pays; the *cache rewrite* is what a changed prefix costs — the new summary
+after a fold, and the turns after it, cached before and written again (likewise turns
+after a trimmed view's new start). The rewrite share is the part of the bill those take
+(the target: at most 10%); it is also given as a share of the input tokens. The ratio
+column is the bill with recall over the bill without, measured in the same run.
+``--target`` / ``--summary`` set ``TokenBudget``'s target and summary cap as shares of the
+budget, to see how the rewrite share follows the gap between fold trigger and target.
+Usage::
 
-    python benchmarks/recall_bill.py [--data PATH] [--budget 4000] [--quick] [--no-write]
+    python benchmarks/recall_bill.py [--data PATH] [--budget 4000] [--target 0.85]
+        [--summary 0.6] [--quick] [--no-write]
 
 Prints the table and writes ``benchmarks/results/recall_bill.md``.
 """
@@ -46,13 +53,31 @@ READ, WRITE, FRESH = 0.1, 1.25, 1.0
 
 @dataclass
 class Bill:
+    """Input tokens of a sequence of requests, by how the provider bills them.
+
+    ``read``: prefix tokens read from the cache (0.1×). Writes (1.25×), split by why they
+    were written: ``grow`` — conversation text cached for the first time (the previous
+    turn's user message and reply, once each: what any cached conversation pays);
+    ``summary`` — a new rolling summary, written after a fold; ``rewrite`` — text that
+    was cached before and is written again because something before it in the prefix
+    changed (a fold replaced the summary and the turns it folded, or the view trimmed
+    its oldest turns). ``fresh``: what follows the breakpoint (the recalled block, the
+    newest user message), billed 1× every request."""
+
     turns: int = 0
     read: int = 0
-    write: int = 0
+    grow: int = 0
+    summary: int = 0
     rewrite: int = 0
     fresh: int = 0
+    prefix_changes: int = 0
+    folds: int = 0
     recalled_turns: int = 0
     recalled_tokens: int = 0
+
+    @property
+    def write(self) -> int:
+        return self.grow + self.summary + self.rewrite
 
     @property
     def cost(self) -> float:
@@ -60,6 +85,9 @@ class Bill:
 
     def per_1000(self) -> float:
         return 1000 * self.cost / self.turns if self.turns else 0.0
+
+    def share(self, tokens: int, price: float = WRITE) -> float:
+        return price * tokens / self.cost if self.cost else 0.0
 
     def add(self, other: Bill) -> None:
         for name in self.__dataclass_fields__:
@@ -78,14 +106,23 @@ def breakpoint_at(ctx: Context) -> int:
     return len(ctx.messages)
 
 
+def _key(m: Message) -> tuple[str, str, tuple[str, ...]]:
+    return m.role, m.text, tuple(c.id for c in m.tool_calls)
+
+
 class Biller:
-    """Anthropic-style prompt caching over a sequence of requests of one conversation."""
+    """Anthropic-style prompt caching over a sequence of requests of one conversation:
+    one breakpoint at the end of the byte-stable prefix; the longest prefix an earlier
+    request wrote (of the recent ones: a cache entry lives 5 minutes) is read, the rest
+    of the prefix written, the part after the breakpoint fresh."""
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
         self.cached: list[tuple[Message, ...]] = []  # prefixes written so far
+        self.seen: set[tuple[str, str, tuple[str, ...]]] = set()  # text ever cached
         self.bill = Bill()
         self._tokens: dict[int, tuple[Message, int]] = {}
+        self._summary_version = 0
 
     def tokens(self, m: Message) -> int:
         hit = self._tokens.get(id(m))
@@ -95,36 +132,48 @@ class Biller:
 
     def request(self, ctx: Context) -> None:
         k = breakpoint_at(ctx)
-        prefix = ctx.messages[:k]
+        prefix = tuple(ctx.messages[:k])
         best = 0
-        for old in self.cached[-8:]:  # a cache entry lives 5 minutes: the recent ones
+        for old in self.cached[-8:]:
             n = 0
             while n < len(old) and n < len(prefix) and old[n] == prefix[n]:
                 n += 1
             if n == len(old):
                 best = max(best, n)  # a hit needs the whole written prefix
-        last = self.cached[-1] if self.cached else ()
-        grew = len(prefix) >= len(last) and prefix[: len(last)] == last
-        read = sum(self.tokens(m) for m in prefix[:best])
-        write = sum(self.tokens(m) for m in prefix[best:])
-        fresh = sum(self.tokens(m) for m in ctx.messages[k:])
         b = self.bill
         b.turns += 1
-        b.read += read
-        b.write += write
-        b.rewrite += 0 if grew else write
-        b.fresh += fresh
+        b.read += sum(self.tokens(m) for m in prefix[:best])
+        for i, m in enumerate(prefix[best:], best):
+            key = _key(m)
+            if i == 0 and ctx.summary_included:
+                b.summary += self.tokens(m)
+            elif key in self.seen:
+                b.rewrite += self.tokens(m)
+            else:
+                b.grow += self.tokens(m)
+            self.seen.add(key)
+        b.fresh += sum(self.tokens(m) for m in ctx.messages[k:])
+        last = self.cached[-1] if self.cached else ()
+        if best < len(last):
+            b.prefix_changes += 1  # the newest cached prefix no longer matches
+        version = ctx.summary.version if ctx.summary is not None else 0
+        if version != self._summary_version:
+            b.folds += 1
+            self._summary_version = version
         if ctx.recalled:
             b.recalled_turns += 1
             b.recalled_tokens += self.tokens(ctx.messages[k])
-        if write:
+        if best < len(prefix):
             self.cached.append(prefix)
 
 
 async def replay(conv: Conversation, budget: int, recall: Recall | None,
-                 counter: TokenCounter) -> Bill:
+                 counter: TokenCounter, target: float | None = None,
+                 summary: float | None = None) -> Bill:
     biller = Biller(counter)
-    async with AsyncMemory("memory://", policy=TokenBudget(budget), tokenizer=counter,
+    policy = TokenBudget(budget, target=None if target is None else int(budget * target),
+                         summary_max_tokens=None if summary is None else int(budget * summary))
+    async with AsyncMemory("memory://", policy=policy, tokenizer=counter,
                            raise_errors=True, recall=recall) as memory:
         for message in conv.messages:
             await memory.add(conv.sample_id, message)
@@ -140,6 +189,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=default_data())
     parser.add_argument("--budget", type=int, default=4000)
+    parser.add_argument("--target", type=float, default=None,
+                        help="TokenBudget's target as a share of the budget (default 0.85)")
+    parser.add_argument("--summary", type=float, default=None,
+                        help="TokenBudget's summary_max_tokens as a share (default 0.6)")
     parser.add_argument("--tokenizer", default="o200k")
     parser.add_argument("--quick", action="store_true", help="two conversations")
     parser.add_argument("--no-write", action="store_true")
@@ -158,27 +211,43 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, recall in variants.items():
         total = Bill()
         for conv in convs:
-            total.add(asyncio.run(replay(conv, args.budget, recall, counter)))
+            total.add(asyncio.run(replay(conv, args.budget, recall, counter, args.target,
+                                           args.summary)))
         bills[name] = total
         print(f"  {name}: {total.per_1000():,.0f} per 1,000 turns", flush=True)
     base = bills["without recall"].per_1000()
+    policy = f"{args.budget:,}"
+    if args.target is not None:
+        policy += f", target={int(args.budget * args.target):,}"
+    if args.summary is not None:
+        policy += f", summary_max_tokens={int(args.budget * args.summary):,}"
     lines = [
         "# The bill with prompt caching, with and without recall",
         "",
         f"Generated by `python benchmarks/recall_bill.py{' --quick' if args.quick else ''}`; "
         f"LoCoMo dev, {len(convs)} conversations, {bills['without recall'].turns:,} user "
-        f"turns, `TokenBudget({args.budget:,})`, tokenizer {counter.name}. Bill in input-token "
-        f"units per 1,000 turns: cache read {READ}×, cache write {WRITE}×, fresh {FRESH}×.",
+        f"turns, `TokenBudget({policy})`, tokenizer {counter.name}. Bill in input-token "
+        f"units per 1,000 turns: cache read {READ}×, cache write {WRITE}×, fresh {FRESH}×. "
+        "Shares are of the bill. Writes by cause: *first writes* cache conversation text "
+        "once (any cached conversation pays them); *cache rewrite* = the new summary plus "
+        "the text cached before and written again because the prefix changed in front of "
+        "it (a fold) — the share the target bounds.",
         "",
-        "| | bill / 1,000 turns | × without | cache reads | writes | rewrite share of bill "
-        "| fresh | turns with a block | block tokens (mean when shown) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| | bill / 1,000 turns | × without | cache reads | first writes "
+        "| **cache rewrite** (summary + rewritten turns) | fresh "
+        "| rewritten, share of input tokens | folds / 1,000 turns "
+        "| rewritten tokens per fold | turns with a block | block tokens (mean when shown) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, b in bills.items():
         lines.append(
             f"| {name} | {b.per_1000():,.0f} | {b.per_1000() / base:.2f}× | "
-            f"{READ * b.read / b.cost:.0%} | {WRITE * b.write / b.cost:.0%} | "
-            f"{WRITE * b.rewrite / b.cost:.1%} | {FRESH * b.fresh / b.cost:.0%} | "
+            f"{b.share(b.read, READ):.0%} | {b.share(b.grow):.0%} | "
+            f"**{b.share(b.summary + b.rewrite):.1%}** ({b.share(b.summary):.0%} + "
+            f"{b.share(b.rewrite):.0%}) | {b.share(b.fresh, FRESH):.0%} | "
+            f"{(b.summary + b.rewrite) / max(1, b.read + b.write + b.fresh):.1%} | "
+            f"{1000 * b.folds / b.turns:.0f} | "
+            f"{(b.summary + b.rewrite) / max(1, b.folds):,.0f} | "
             f"{b.recalled_turns / b.turns:.1%} | "
             f"{b.recalled_tokens / max(1, b.recalled_turns):,.0f} |")
     lines.append("")
