@@ -140,9 +140,9 @@ def no_index(kind: str) -> Iterator[None]:
     elif kind == "memory":
         patch(MemoryStore, "_catch_up", lambda *a: None)
     else:
-        from contextfold.stores import postgres as postgres_module
+        from contextfold.stores import postgres_append
 
-        patch(postgres_module, "index_text", lambda message: "")
+        patch(postgres_append, "index_text", lambda message: "")
     try:
         yield
     finally:

@@ -10,16 +10,16 @@ processes may call it at once.
 Locking: a write locks its ``sessions`` row first (``FOR UPDATE``; a group of fold
 commits locks its rows in session id order), then messages, so locks are taken in one
 order and held for a few statements. No transaction spans a summarizer call, so an append
-waits for another short transaction at most, never for a fold. Fold commits, and their
-grouping, are in :mod:`.postgres_commits`; due marks and leases (server clock, ``SKIP
-LOCKED`` claims) in :mod:`.postgres_leases`. Statement, lock and idle-in-transaction
-timeouts are set.
+waits for another short transaction at most, never for a fold. The append transaction
+is in :mod:`.postgres_append`; fold commits, and their grouping, in
+:mod:`.postgres_commits`; due marks and leases (server clock, ``SKIP LOCKED`` claims) in
+:mod:`.postgres_leases`; search in :mod:`.postgres_search`. Statement, lock and
+idle-in-transaction timeouts are set.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -43,9 +43,9 @@ from .base import (
     Summary,
     SummaryVersion,
     keeps_summary_text,
-    plan_append,
 )
 from .live_cache import LiveCache
+from .postgres_append import NothingToWrite, append_messages, lock_session
 from .postgres_commits import COMMIT_FOLD, COMMIT_FOLDS, CommitGroup, explain_commit_miss
 from .postgres_schema import (
     LEDGER_INSERT,
@@ -69,7 +69,7 @@ from .rows import (
     session_stats,
     version_from_row,
 )
-from .search import SearchHit, SearchRequest, index_text
+from .search import SearchHit, SearchRequest
 
 try:
     import psycopg
@@ -233,12 +233,6 @@ class PostgresStore:
         except (psycopg.Error, PoolTimeout) as exc:
             raise StorageError(f"PostgreSQL error on {self!r}: {exc}") from exc
 
-    async def _lock_session(self, conn: Conn, session_id: str, cols: str) -> Any:
-        cur = await conn.execute(
-            f"SELECT {cols} FROM sessions WHERE session_id = %s FOR UPDATE", (session_id,)
-        )
-        return await cur.fetchone()
-
     # -- schema ----------------------------------------------------------------------------
 
     async def setup(self) -> None:
@@ -250,62 +244,13 @@ class PostgresStore:
         self, session_id: str, items: Sequence[PreparedMessage], now: datetime
     ) -> AppendResult:
         async def do(conn: Conn) -> AppendResult:
-            row = await self._lock_session(conn, session_id, SESSION_COLS)
-            if row is None:  # a first append; a concurrent one may be creating it too
-                await conn.execute(
-                    "INSERT INTO sessions (session_id, last_activity, created_at) "
-                    "VALUES (%s, %s, %s) ON CONFLICT (session_id) DO NOTHING",
-                    (session_id, now, now),
-                )
-                row = await self._lock_session(conn, session_id, SESSION_COLS)
-            stats = session_stats(row)
-            wanted = [i.message.id for i in items if i.message.id is not None]
-            known: dict[str, int] = {}
-            if wanted and stats.last_seq:
-                cur = await conn.execute(
-                    "SELECT client_id, seq FROM messages WHERE session_id = %s "
-                    "AND client_id = ANY(%s)",
-                    (session_id, wanted),
-                )
-                known = {cid: seq for cid, seq in await cur.fetchall()}
-            plan = plan_append(stats, items, known, now)
-            if not plan.fresh:
-                if stats.last_seq == 0:  # nothing stored: do not leave an empty session
-                    raise _NothingToWrite(plan.result)
-                return plan.result
-            fresh, new = plan.fresh, plan.result.stats
-            async with conn.cursor() as cur:
-                await cur.executemany(
-                    "INSERT INTO messages (session_id, seq, client_id, role, body, tokens, "
-                    "created_at, search) VALUES (%s, %s, %s, %s, %s, %s, %s, "
-                    "to_tsvector(%s::regconfig, %s))",
-                    [
-                        (
-                            session_id,
-                            s,
-                            i.message.id,
-                            i.message.role,
-                            self._decoder.encode(session_id, s, i.message, i.tokens),
-                            i.tokens,
-                            now,
-                            self.search_config,
-                            index_text(i.message),
-                        )
-                        for s, i in fresh
-                    ],
-                )
-            added = new.live_tokens - stats.live_tokens
-            await conn.execute(
-                "UPDATE sessions SET last_seq = %s, live_count = live_count + %s, "
-                "live_tokens = live_tokens + %s, pending_calls = %s, last_activity = %s "
-                "WHERE session_id = %s",
-                (new.last_seq, len(fresh), added, json.dumps(new.pending_calls), now, session_id),
+            return await append_messages(
+                conn, self._decoder, self.search_config, session_id, items, now
             )
-            return plan.result
 
         try:
             return await self._tx(do)
-        except _NothingToWrite as nothing:
+        except NothingToWrite as nothing:
             return nothing.result
 
     async def commit_fold(self, commit: FoldCommit, entry: LedgerEntry) -> Summary:
@@ -373,7 +318,7 @@ class PostgresStore:
 
     async def delete(self, session_id: str, *, if_last_seq: int | None = None) -> bool:
         async def do(conn: Conn) -> bool:
-            row = await self._lock_session(conn, session_id, "last_seq")
+            row = await lock_session(conn, session_id, "last_seq")
             if row is None or (if_last_seq is not None and row[0] != if_last_seq):
                 return False
             for table in ("messages", "ledger", "pii_vault", "summary_versions", "sessions"):
@@ -623,14 +568,6 @@ class PostgresStore:
             sync_pool.close()
         if pool is not None:  # opened on a loop: closed there (inline: the loop thread)
             await run_elsewhere(pool.close())
-
-
-class _NothingToWrite(Exception):
-    """Rolls back the placeholder session row of an append that wrote nothing."""
-
-    def __init__(self, result: AppendResult) -> None:
-        super().__init__("nothing to write")
-        self.result = result
 
 
 async def _fetchall(conn: Conn, *, query: str, params: Sequence[Any]) -> list[Any]:

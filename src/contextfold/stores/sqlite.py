@@ -7,14 +7,15 @@ the async methods hand work to it. A step run inline by the synchronous ``Memory
 (:mod:`contextfold.inline`) does the same work in the caller's thread, under the same
 lock. Folded messages are marked by the session's
 ``through_seq`` cursor, which the fold commit moves in the same transaction that writes
-the summary — so "folded" can never disagree with "covered by the summary".
+the summary — so "folded" can never disagree with "covered by the summary". The append
+transaction is in :mod:`.sqlite_append`, the schema and its migrations in
+:mod:`.sqlite_schema`, the full-text index in :mod:`.sqlite_search`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import sqlite3
 import threading
@@ -44,7 +45,6 @@ from .base import (
     Summary,
     SummaryVersion,
     keeps_summary_text,
-    plan_append,
 )
 from .rows import (
     LEDGER_COLUMNS,
@@ -57,9 +57,10 @@ from .rows import (
     ledger_from_row,
     ledger_values,
 )
-from .search import SearchHit, SearchRequest, make_hit
+from .search import SearchHit, SearchRequest
+from .sqlite_append import append_messages
 from .sqlite_schema import MIGRATIONS, SESSION_COLS, session_stats
-from .sqlite_search import catch_up_stored, folded_range, search_ids, unindex
+from .sqlite_search import catch_up_stored, search_indexed, unindex
 
 __all__ = ["MIGRATIONS", "SQLiteStore"]
 
@@ -203,80 +204,9 @@ class SQLiteStore:
     async def append(
         self, session_id: str, items: Sequence[PreparedMessage], now: datetime
     ) -> AppendResult:
-        def do(conn: sqlite3.Connection) -> AppendResult:
-            row = conn.execute(
-                f"SELECT {SESSION_COLS} FROM sessions WHERE session_id = ?", (session_id,)
-            ).fetchone()
-            stats = session_stats(row) if row else SessionStats(session_id=session_id)
-            wanted = [i.message.id for i in items if i.message.id is not None]
-            known: dict[str, int] = {}
-            if wanted and row is not None:
-                marks = ", ".join("?" for _ in wanted)
-                known = dict(
-                    conn.execute(
-                        "SELECT client_id, seq FROM messages WHERE session_id = ? "
-                        f"AND client_id IN ({marks})",
-                        (session_id, *wanted),
-                    ).fetchall()
-                )
-            plan = plan_append(stats, items, known, now)
-            if not plan.fresh:
-                return plan.result
-            fresh, new = plan.fresh, plan.result.stats
-            stamp = encode_time(now)
-            conn.executemany(
-                "INSERT INTO messages (session_id, seq, client_id, role, body, tokens, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        session_id,
-                        s,
-                        i.message.id,
-                        i.message.role,
-                        self._decoder.encode(session_id, s, i.message, i.tokens),
-                        i.tokens,
-                        stamp,
-                    )
-                    for s, i in fresh
-                ],
-            )
-            added = new.live_tokens - stats.live_tokens
-            if row is None:
-                (key,) = conn.execute(
-                    "SELECT coalesce(max(search_key), 0) + 1 FROM sessions"
-                ).fetchone()
-                conn.execute(
-                    "INSERT INTO sessions (session_id, last_seq, live_count, live_tokens, "
-                    "pending_calls, last_activity, created_at, search_key) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        session_id,
-                        new.last_seq,
-                        len(fresh),
-                        added,
-                        json.dumps(new.pending_calls),
-                        stamp,
-                        stamp,
-                        key,
-                    ),
-                )
-            else:
-                conn.execute(
-                    "UPDATE sessions SET last_seq = ?, live_count = live_count + ?, "
-                    "live_tokens = live_tokens + ?, pending_calls = ?, last_activity = ? "
-                    "WHERE session_id = ?",
-                    (
-                        new.last_seq,
-                        len(fresh),
-                        added,
-                        json.dumps(new.pending_calls),
-                        stamp,
-                        session_id,
-                    ),
-                )
-            return plan.result
-
-        return await self._write(do)
+        return await self._write(
+            lambda conn: append_messages(conn, self._decoder, session_id, items, now)
+        )
 
     async def commit_fold(self, commit: FoldCommit, entry: LedgerEntry) -> Summary:
         def do(conn: sqlite3.Connection) -> Summary:
@@ -567,34 +497,7 @@ class SQLiteStore:
             return []
 
         def do(conn: sqlite3.Connection) -> list[SearchHit] | None:
-            row = conn.execute(
-                "SELECT through_seq, search_key, last_seq, indexed_seq FROM sessions "
-                "WHERE session_id = ?",
-                (session_id,),
-            ).fetchone()
-            if row is None:
-                return []
-            through, key, last, indexed = row
-            if (through if folded else last) > indexed:
-                return None  # messages to index first (a write)
-            found = search_ids(conn, key, req.groups, *folded_range(folded, through), limit)
-            if not found:
-                return []
-            marks = ", ".join("?" for _ in found)
-            bodies = {
-                s: (b, t)
-                for s, b, t in conn.execute(
-                    f"SELECT seq, body, tokens FROM messages WHERE session_id = ? "
-                    f"AND seq IN ({marks})",
-                    (session_id, *(s for s, _, _ in found)),
-                )
-            }
-            hits = []
-            for seq, score, words in found:
-                body, tokens = bodies[seq]
-                stored = self._decoder.decode(session_id, seq, body, tokens, seq <= through)
-                hits.append(make_hit(stored, score, req.terms, seq <= through, words))
-            return req.keep(hits)
+            return search_indexed(conn, self._decoder, session_id, req, folded)
 
         def catch_up(conn: sqlite3.Connection) -> None:
             row = conn.execute(

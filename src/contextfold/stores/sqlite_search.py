@@ -31,8 +31,8 @@ import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 
 from ..messages import Message
-from .rows import decode_message
-from .search import PREFIX_MIN, index_text
+from .rows import MessageDecoder, decode_message
+from .search import PREFIX_MIN, SearchHit, SearchRequest, index_text, make_hit
 
 __all__ = [
     "FTS_SCHEMA",
@@ -42,6 +42,7 @@ __all__ = [
     "index_messages",
     "match_expression",
     "search_ids",
+    "search_indexed",
     "seq_range",
     "unindex",
 ]
@@ -155,3 +156,43 @@ def search_ids(
         (match_expression(groups), first, last, limit),
     ).fetchall()
     return [(rowid & MAX_SEQ, score, words) for rowid, score, words in rows]
+
+
+def search_indexed(
+    conn: sqlite3.Connection,
+    decoder: MessageDecoder,
+    session_id: str,
+    req: SearchRequest,
+    folded: bool | None,
+) -> list[SearchHit] | None:
+    """The SQLite store's search of one session, in the caller's read transaction: the
+    hits of ``req`` among its folded (``folded=True``), live (False) or all messages; None
+    when messages it would search are not indexed yet (the caller indexes them with
+    :func:`catch_up_stored` in a write transaction, then searches again)."""
+    row = conn.execute(
+        "SELECT through_seq, search_key, last_seq, indexed_seq FROM sessions "
+        "WHERE session_id = ?",
+        (session_id,),
+    ).fetchone()
+    if row is None:
+        return []
+    through, key, last, indexed = row
+    if (through if folded else last) > indexed:
+        return None  # messages to index first (a write)
+    found = search_ids(conn, key, req.groups, *folded_range(folded, through), req.limit)
+    if not found:
+        return []
+    marks = ", ".join("?" for _ in found)
+    bodies = {
+        s: (b, t)
+        for s, b, t in conn.execute(
+            f"SELECT seq, body, tokens FROM messages WHERE session_id = ? AND seq IN ({marks})",
+            (session_id, *(s for s, _, _ in found)),
+        )
+    }
+    hits = []
+    for seq, score, words in found:
+        body, tokens = bodies[seq]
+        stored = decoder.decode(session_id, seq, body, tokens, seq <= through)
+        hits.append(make_hit(stored, score, req.terms, seq <= through, words))
+    return req.keep(hits)

@@ -1,0 +1,98 @@
+"""The PostgreSQL store's append: one transaction that locks the session's row (creating
+it on the first append), adds the new messages with their full-text ``search`` column
+(:mod:`.postgres_search`) and moves the running totals."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from .base import AppendResult, PreparedMessage, plan_append
+from .postgres_schema import SESSION_COLS
+from .rows import MessageDecoder, session_stats
+from .search import index_text
+
+__all__ = ["NothingToWrite", "append_messages", "lock_session"]
+
+
+class NothingToWrite(Exception):
+    """Rolls back the placeholder session row of an append that wrote nothing."""
+
+    def __init__(self, result: AppendResult) -> None:
+        super().__init__("nothing to write")
+        self.result = result
+
+
+async def lock_session(conn: Any, session_id: str, cols: str) -> Any:
+    """The session's row (``cols``), locked for the transaction; None if there is none."""
+    cur = await conn.execute(
+        f"SELECT {cols} FROM sessions WHERE session_id = %s FOR UPDATE", (session_id,)
+    )
+    return await cur.fetchone()
+
+
+async def append_messages(
+    conn: Any,
+    decoder: MessageDecoder,
+    search_config: str,
+    session_id: str,
+    items: Sequence[PreparedMessage],
+    now: datetime,
+) -> AppendResult:
+    """Append ``items`` to ``session_id`` in the caller's transaction (messages whose
+    client id is stored already are not written again). Raises :class:`NothingToWrite`
+    when nothing was new and the session did not exist: the caller rolls back."""
+    row = await lock_session(conn, session_id, SESSION_COLS)
+    if row is None:  # a first append; a concurrent one may be creating it too
+        await conn.execute(
+            "INSERT INTO sessions (session_id, last_activity, created_at) "
+            "VALUES (%s, %s, %s) ON CONFLICT (session_id) DO NOTHING",
+            (session_id, now, now),
+        )
+        row = await lock_session(conn, session_id, SESSION_COLS)
+    stats = session_stats(row)
+    wanted = [i.message.id for i in items if i.message.id is not None]
+    known: dict[str, int] = {}
+    if wanted and stats.last_seq:
+        cur = await conn.execute(
+            "SELECT client_id, seq FROM messages WHERE session_id = %s "
+            "AND client_id = ANY(%s)",
+            (session_id, wanted),
+        )
+        known = {cid: seq for cid, seq in await cur.fetchall()}
+    plan = plan_append(stats, items, known, now)
+    if not plan.fresh:
+        if stats.last_seq == 0:  # nothing stored: do not leave an empty session
+            raise NothingToWrite(plan.result)
+        return plan.result
+    fresh, new = plan.fresh, plan.result.stats
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            "INSERT INTO messages (session_id, seq, client_id, role, body, tokens, "
+            "created_at, search) VALUES (%s, %s, %s, %s, %s, %s, %s, "
+            "to_tsvector(%s::regconfig, %s))",
+            [
+                (
+                    session_id,
+                    s,
+                    i.message.id,
+                    i.message.role,
+                    decoder.encode(session_id, s, i.message, i.tokens),
+                    i.tokens,
+                    now,
+                    search_config,
+                    index_text(i.message),
+                )
+                for s, i in fresh
+            ],
+        )
+    added = new.live_tokens - stats.live_tokens
+    await conn.execute(
+        "UPDATE sessions SET last_seq = %s, live_count = live_count + %s, "
+        "live_tokens = live_tokens + %s, pending_calls = %s, last_activity = %s "
+        "WHERE session_id = %s",
+        (new.last_seq, len(fresh), added, json.dumps(new.pending_calls), now, session_id),
+    )
+    return plan.result

@@ -1,0 +1,100 @@
+"""The SQLite store's append: one transaction that adds a session's new messages and
+moves its running totals (the session row is created by its first append, with the
+session's search key). The full-text index is not written here: the fold commit indexes
+the messages it folds (see :mod:`.sqlite_search`)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime
+
+from ..policy import SessionStats
+from .base import AppendResult, PreparedMessage, plan_append
+from .rows import MessageDecoder, encode_time
+from .sqlite_schema import SESSION_COLS, session_stats
+
+__all__ = ["append_messages"]
+
+
+def append_messages(
+    conn: sqlite3.Connection,
+    decoder: MessageDecoder,
+    session_id: str,
+    items: Sequence[PreparedMessage],
+    now: datetime,
+) -> AppendResult:
+    """Append ``items`` to ``session_id`` in the caller's write transaction (messages
+    whose client id is stored already are not written again)."""
+    row = conn.execute(
+        f"SELECT {SESSION_COLS} FROM sessions WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    stats = session_stats(row) if row else SessionStats(session_id=session_id)
+    wanted = [i.message.id for i in items if i.message.id is not None]
+    known: dict[str, int] = {}
+    if wanted and row is not None:
+        marks = ", ".join("?" for _ in wanted)
+        known = dict(
+            conn.execute(
+                "SELECT client_id, seq FROM messages WHERE session_id = ? "
+                f"AND client_id IN ({marks})",
+                (session_id, *wanted),
+            ).fetchall()
+        )
+    plan = plan_append(stats, items, known, now)
+    if not plan.fresh:
+        return plan.result
+    fresh, new = plan.fresh, plan.result.stats
+    stamp = encode_time(now)
+    conn.executemany(
+        "INSERT INTO messages (session_id, seq, client_id, role, body, tokens, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                session_id,
+                s,
+                i.message.id,
+                i.message.role,
+                decoder.encode(session_id, s, i.message, i.tokens),
+                i.tokens,
+                stamp,
+            )
+            for s, i in fresh
+        ],
+    )
+    added = new.live_tokens - stats.live_tokens
+    if row is None:
+        (key,) = conn.execute(
+            "SELECT coalesce(max(search_key), 0) + 1 FROM sessions"
+        ).fetchone()
+        conn.execute(
+            "INSERT INTO sessions (session_id, last_seq, live_count, live_tokens, "
+            "pending_calls, last_activity, created_at, search_key) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                session_id,
+                new.last_seq,
+                len(fresh),
+                added,
+                json.dumps(new.pending_calls),
+                stamp,
+                stamp,
+                key,
+            ),
+        )
+    else:
+        conn.execute(
+            "UPDATE sessions SET last_seq = ?, live_count = live_count + ?, "
+            "live_tokens = live_tokens + ?, pending_calls = ?, last_activity = ? "
+            "WHERE session_id = ?",
+            (
+                new.last_seq,
+                len(fresh),
+                added,
+                json.dumps(new.pending_calls),
+                stamp,
+                session_id,
+            ),
+        )
+    return plan.result
