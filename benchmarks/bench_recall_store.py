@@ -389,6 +389,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=0,
                         help="rounds of the append table per store (default: 15 for memory "
                              "and SQLite, 3 for PostgreSQL; --quick: 3 and 1)")
+    parser.add_argument("--stores", default="memory,sqlite,postgres",
+                        help="comma-separated stores to measure")
     parser.add_argument("--part", choices=("all", "append", "search"), default="all",
                         help="run one table only (prints it; writes nothing)")
     args = parser.parse_args()
@@ -401,7 +403,8 @@ def main() -> None:
     rounds = {"memory": local, "sqlite": local, "postgres": remote}
 
     def run(pg: str | None) -> tuple[list[list[str]], list[list[str]]]:
-        kinds = ["memory", "sqlite"] + (["postgres"] if pg else [])
+        kinds = [k for k in ("memory", "sqlite", "postgres")
+                 if k in args.stores.split(",") and (pg or k != "postgres")]
         appends, searches = [], []
         if args.part in ("all", "append"):
             appends = asyncio.run(append_table(kinds, pg, n_append, rounds))

@@ -54,7 +54,7 @@ from .search_terms import (
 )
 from .stores.search import clean_terms
 from .summarizers.agent_state import call_signature
-from .tokens import TokenCounter, count_message
+from .tokens import TiktokenCounter, TokenCounter, count_message
 
 if TYPE_CHECKING:
     from .context import Context
@@ -318,6 +318,15 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def _longer_than(text: str, max_tokens: int, counter: TokenCounter) -> bool:
+    """Whether ``text`` counts more than ``max_tokens``; a BPE token is at least one byte,
+    so with such a counter a text of no more bytes than that is not (no count needed)."""
+    if isinstance(counter, TiktokenCounter) and len(text) <= max_tokens and (
+            text.isascii() or len(text.encode()) <= max_tokens):
+        return False
+    return counter.count(text) > max_tokens
+
+
 def message_line(item: StoredMessage, counter: TokenCounter, max_tokens: int) -> str:
     """One recalled message as a line: ``speaker: text`` (a tool result under its tool's
     name, a call as ``name(args)``), cut head + tail to about ``max_tokens``."""
@@ -328,7 +337,7 @@ def message_line(item: StoredMessage, counter: TokenCounter, max_tokens: int) ->
     if msg.tool_calls:
         calls = ", ".join(call_signature(c.name, c.arguments, 200) for c in msg.tool_calls)
         text = f"{text} [called {calls}]" if text else f"[called {calls}]"
-    if counter.count(text) > max_tokens:
+    if _longer_than(text, max_tokens, counter):
         chars = max(40, max_tokens * 3)
         head, tail = text[: chars * 2 // 3], text[-(chars // 3):]
         text = f"{head} … [cut; the whole message is stored as seq {item.seq}] … {tail}"
@@ -378,6 +387,7 @@ def build_block(spans: Sequence[tuple[int, Sequence[int]]],
     quoted = _one_line(summary_text) if summary_text else ""
     chosen: dict[int, StoredMessage] = {}
     lines: dict[int, str] = {}
+    costs: dict[int, int] = {}  # tokens of each line (a seq may be tried more than once)
     frame = count_message(counter, _block_message(render_block([], {})))
     used = frame
     def known(item: StoredMessage) -> bool:
@@ -393,9 +403,10 @@ def build_block(spans: Sequence[tuple[int, Sequence[int]]],
             return True
         cost = 0
         for item in new:
-            if item.seq not in lines:
+            if item.seq not in costs:
                 lines[item.seq] = message_line(item, counter, options.max_message_tokens)
-            cost += counter.count(lines[item.seq]) + 2  # newline, date or gap lines
+                costs[item.seq] = counter.count(lines[item.seq]) + 2  # newline, date, gap
+            cost += costs[item.seq]
         if used + cost > room:
             return False
         used += cost
