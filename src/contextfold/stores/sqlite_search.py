@@ -2,7 +2,8 @@
 and :class:`~.memory.MemoryStore` (in a private in-memory database), so both rank and
 tokenize alike.
 
-When messages are indexed: each session's ``indexed_seq`` says how far its messages are
+When the SQLite store indexes (the memory store indexes only in searches, see
+:mod:`.memory`): each session's ``indexed_seq`` says how far its messages are
 in the index, and the index is brought up to date inside the transaction that needs it —
 the fold commit (up to the fold's last seq: what recall searches, folded messages, is
 always indexed) and a search that includes live messages (up to the last seq, before it
