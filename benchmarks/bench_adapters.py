@@ -294,10 +294,10 @@ def langchain_configs(budget: int) -> list[Config]:
         Config(fw, "SummarizationMiddleware", "-", play("summarization"), own=True),
         Config(fw, "ContextFoldMiddleware", "memory", play("contextfold", "memory")),
         Config(fw, "ContextFoldMiddleware", "sqlite", play("contextfold", "sqlite")),
-        Config(fw, "ContextFoldMiddleware(trim_state=True)", "memory",
-               play("contextfold", "memory", trim_state=True)),
-        Config(fw, "ContextFoldMiddleware(trim_state=True)", "sqlite",
-               play("contextfold", "sqlite", trim_state=True)),
+        Config(fw, "ContextFoldMiddleware(trim_state=False)", "memory",
+               play("contextfold", "memory", trim_state=False), info=True),
+        Config(fw, "ContextFoldMiddleware(trim_state=False)", "sqlite",
+               play("contextfold", "sqlite", trim_state=False), info=True),
     ]
 
 

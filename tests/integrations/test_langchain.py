@@ -221,11 +221,15 @@ def test_replayed_steps_append_nothing_twice() -> None:
     memory = Memory("memory://", policy=TokenBudget(BUDGET))
     mw = ContextFoldMiddleware(memory, session_id="s")
     msgs: list[BaseMessage] = [HumanMessage("hi", id="h1"), AIMessage("hello", id="a1")]
-    first = mw._sync({"messages": msgs}, None)
-    assert first == {"contextfold_synced": "a1"}
-    mw._sync({"messages": msgs}, None)  # no watermark: the store drops both
-    # at the watermark already: nothing to append, and no state write either
-    assert mw._sync({"messages": msgs, "contextfold_synced": "a1"}, None) is None
+    state = mw._sessions.sync("s", msgs)
+    assert state.synced == "a1"
+    fresh = ContextFoldMiddleware(memory, session_id="s")  # a new process: no watermark
+    fresh._sessions.sync("s", msgs)  # the store drops both
+    # at the watermark already: nothing to append
+    calls: list[Any] = []
+    mw.bridge.add = lambda *a: calls.append(a)  # type: ignore[method-assign, assignment]
+    mw._sessions.sync("s", msgs)
+    assert calls == []
     assert [m.message.id for m in memory.messages("s")] == ["h1", "a1"]
     memory.close()
 
@@ -237,7 +241,7 @@ def test_sync_run_with_async_memory_names_the_right_class() -> None:
     memory = asyncio.run(make())
     mw = ContextFoldMiddleware(memory, session_id="s")
     with pytest.raises(ConfigError, match=r"contextfold\.Memory"):
-        mw._sync({"messages": [HumanMessage("hi", id="h")]}, None)
+        mw._sessions.sync("s", [HumanMessage("hi", id="h")])
 
 
 def test_no_session_is_a_config_error() -> None:
