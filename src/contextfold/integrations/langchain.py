@@ -42,6 +42,8 @@ grows.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any
 
@@ -79,6 +81,35 @@ class ContextFoldState(AgentState[Any]):
 
     contextfold_synced: NotRequired[Annotated[str | None, PrivateStateAttr]]
     contextfold_trimmed: NotRequired[Annotated[int | None, PrivateStateAttr]]
+
+
+_SCHEMAS: OrderedDict[int, tuple[Any, dict[str, Any] | None]] = OrderedDict()
+_SCHEMAS_LOCK = threading.Lock()
+
+
+def tool_schema(tool: Any) -> dict[str, Any] | None:
+    """``tool``'s OpenAI schema (a provider tool dict as is; None if it has none), kept
+    for the most recent tools: agents built anew per run reuse their tools, and a
+    schema built from a pydantic model costs milliseconds. The tool is held with its
+    schema, so its ``id`` cannot be reused while cached."""
+    key = id(tool)
+    with _SCHEMAS_LOCK:
+        hit = _SCHEMAS.get(key)
+        if hit is not None and hit[0] is tool:
+            _SCHEMAS.move_to_end(key)
+            return hit[1]
+    schema: dict[str, Any] | None
+    try:
+        schema = convert_to_openai_tool(tool)
+    except (TypeError, ValueError, NotImplementedError):
+        schema = dict(tool) if isinstance(tool, Mapping) else None  # a provider tool dict
+    if isinstance(tool, Mapping):
+        return schema  # a dict may change in place: never cached
+    with _SCHEMAS_LOCK:
+        _SCHEMAS[key] = (tool, schema)
+        while len(_SCHEMAS) > 256:
+            _SCHEMAS.popitem(last=False)
+    return schema
 
 
 def _reply(response: ModelResponse[Any]) -> AIMessage | None:
@@ -130,14 +161,7 @@ class ContextFoldMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return None
         key = tuple(id(t) for t in tools)
         if self._tool_cache is None or self._tool_cache[0] != key:
-            schemas = []
-            for tool in tools:
-                try:
-                    schemas.append(convert_to_openai_tool(tool))
-                except (TypeError, ValueError, NotImplementedError):
-                    if isinstance(tool, Mapping):  # a provider tool dict: count it as is
-                        schemas.append(dict(tool))
-            self._tool_cache = (key, schemas)
+            self._tool_cache = (key, [s for t in tools if (s := tool_schema(t)) is not None])
         return self._tool_cache[1]
 
     @staticmethod
@@ -161,9 +185,13 @@ class ContextFoldMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         parts = split_context(context)
         texts = [*in_state, parts.summary or ""]
         summary = "\n\n".join(t for t in texts if t) or None
+        original = request.system_message
+        cached = session.system
+        if cached is None or cached[0] is not original or cached[1] != summary:
+            cached = session.system = (original, summary, system_message(original, summary))
         return request.override(
             messages=session.view.to_langchain(parts.messages, request.messages),  # type: ignore[arg-type]
-            system_message=system_message(request.system_message, summary),
+            system_message=cached[2],
         )
 
     def _trim_due(self, context: Context, session: SessionState) -> int | None:
@@ -200,7 +228,7 @@ class ContextFoldMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         response = handler(self._request(request, context, in_state, session))
         reply = _reply(response)
         if reply is not None:
-            self._sessions.record(sid, reply)
+            self._sessions.record(sid, reply, session)
         gone: list[str] = []
         version = self._trim_due(context, session)
         if version is not None:
@@ -222,7 +250,7 @@ class ContextFoldMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         response = await handler(self._request(request, context, in_state, session))
         reply = _reply(response)
         if reply is not None:
-            await self._sessions.arecord(sid, reply)
+            await self._sessions.arecord(sid, reply, session)
         gone: list[str] = []
         version = self._trim_due(context, session)
         if version is not None:

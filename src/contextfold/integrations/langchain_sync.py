@@ -96,13 +96,15 @@ def input_tokens(message: BaseMessage | None) -> int | None:
 class SessionState:
     """One session's bookkeeping (see the module docstring)."""
 
-    __slots__ = ("held", "synced", "trimmed", "view")
+    __slots__ = ("held", "synced", "system", "trimmed", "view")
 
     def __init__(self) -> None:
         self.synced: str | None = None
         self.held: tuple[Message, int | None] | None = None
         self.trimmed = 0
         self.view = LangChainView()
+        #: the last system message handed to the model: (the request's, summary, merged)
+        self.system: tuple[Any, str | None, Any] | None = None
 
 
 class SessionSync:
@@ -154,7 +156,9 @@ class SessionSync:
         held, state.held = state.held, None  # two replies without a sync between them
         out = [held[0]] if held is not None else []
         if converted is not None and converted.tool_calls:
+            # the state will carry it next: the next sync starts after it (its results)
             state.held = (converted, tokens)
+            state.synced = converted.id
             return out, held[1] if held is not None else None
         if converted is not None:
             out.append(converted)
@@ -173,11 +177,12 @@ class SessionSync:
         state.synced = watermark
         return state
 
-    def record(self, session_id: str, response: BaseMessage) -> None:
+    def record(self, session_id: str, response: BaseMessage,
+               state: SessionState | None = None) -> None:
         """Store the model's reply (a final answer now, one calling tools with its
         results) and feed its reported input tokens to ``record_usage``. A reply without
-        an id gets one."""
-        state = self.get(session_id)
+        an id gets one. ``state``: the session's, if the caller holds it."""
+        state = state or self.get(session_id)
         new, tokens = self._hold(state, response)
         if new:
             self.bridge.add(session_id, new)
@@ -198,8 +203,9 @@ class SessionSync:
         state.synced = watermark
         return state
 
-    async def arecord(self, session_id: str, response: BaseMessage) -> None:
-        state = self.get(session_id)
+    async def arecord(self, session_id: str, response: BaseMessage,
+                      state: SessionState | None = None) -> None:
+        state = state or self.get(session_id)
         new, tokens = self._hold(state, response)
         if new:
             await self.bridge.aadd(session_id, new)
