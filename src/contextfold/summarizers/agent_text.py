@@ -161,8 +161,8 @@ def text_facts(text: str, facts: ValueFacts, scan: int) -> None:
 TABLE_SCAN_CHARS = 12000
 #: A table: at least this many rows of one column count (the header included).
 _TABLE_ROWS = 5
-#: At most this share of a table's rows are outliers (else no state stands out).
-_OUTLIER_SHARE = 1 / 3
+#: At most one row in this many is an outlier (else no state stands out).
+_OUTLIER_EVERY = 3
 
 
 def outlier_rows(text: str) -> list[str]:
@@ -180,7 +180,6 @@ def outlier_rows(text: str) -> list[str]:
         return []
     table = [(line, row) for line, row in zip(lines, rows, strict=True) if len(row) == width]
     body = table[1:]  # the first row may be the header
-    limit = int(len(body) * _OUTLIER_SHARE)
     odd: dict[int, None] = {}
     for col in range(1, width):
         values = Counter(row[col] for _, row in body)
@@ -188,7 +187,7 @@ def outlier_rows(text: str) -> list[str]:
         if seen * 2 <= len(body) or len(values) > max(3, len(body) // 4):
             continue  # no usual value, or too many distinct ones: not categorical
         odd.update((i, None) for i, (_, row) in enumerate(body) if row[col] != usual)
-    if not odd or len(odd) > limit:
+    if not odd or _OUTLIER_EVERY * len(odd) > len(body):
         return []
     return [body[i][0] for i in sorted(odd)]
 
