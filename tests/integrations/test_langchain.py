@@ -196,12 +196,14 @@ def test_failing_folds_lose_nothing_and_the_view_stays_in_budget(tmp_path: Path)
     memory.close()
 
 
-def test_trim_state_keeps_the_checkpoint_bounded(tmp_path: Path) -> None:
+def test_the_state_keeps_the_unfolded_messages_by_default(tmp_path: Path) -> None:
     memory = Memory("memory://", policy=TokenBudget(BUDGET))
     saver = InMemorySaver()
     model = RecordingModel(received=[])
     agent = create_agent(model, TOOLS, system_prompt=SYSTEM, checkpointer=saver,
-                         middleware=[ContextFoldMiddleware(memory, trim_state=True)])
+                         middleware=[ContextFoldMiddleware(memory)])
+    # no graph step of its own: the hooks ride on the model node
+    assert not any("ContextFold" in node for node in agent.get_graph().nodes)
     for turn in range(1, 61):
         state = agent.invoke({"messages": [HumanMessage(user_text(turn))]}, config("t"))
     live = memory.messages("t", include_folded=False)
@@ -211,6 +213,23 @@ def test_trim_state_keeps_the_checkpoint_bounded(tmp_path: Path) -> None:
     assert len(state["messages"]) <= len(live) + 4 < 60
     assert {m.id for m in state["messages"]} <= {m.message.id for m in live} | {
         m.id for m in state["messages"][-4:]}
+    assert state["messages"][-1].content == answer_text(60)
+    for received in model.received:
+        check_received(as_contextfold(received), budget=BUDGET, counter=memory.engine.counter,
+                       tools=SCHEMAS)
+    memory.close()
+
+
+def test_trim_state_off_keeps_the_whole_transcript_in_the_state() -> None:
+    memory = Memory("memory://", policy=TokenBudget(BUDGET))
+    model = RecordingModel(received=[])
+    agent = create_agent(model, TOOLS, system_prompt=SYSTEM, checkpointer=InMemorySaver(),
+                         middleware=[ContextFoldMiddleware(memory, trim_state=False)])
+    for turn in range(1, 31):
+        state = agent.invoke({"messages": [HumanMessage(user_text(turn))]}, config("w"))
+    assert memory.summary("w") is not None
+    stored = memory.messages("w")
+    assert [m.id for m in state["messages"]] == [m.message.id for m in stored]
     for received in model.received:
         check_received(as_contextfold(received), budget=BUDGET, counter=memory.engine.counter,
                        tools=SCHEMAS)
