@@ -351,7 +351,34 @@ def _text_value(word: str, facts: ValueFacts, bonus: float) -> None:
         facts.add("ids", word, _SCORE_SHAPE["ident"] + bonus)
 
 
+def _outlier_rows(text: str) -> list[str]:
+    """(session 27) The rows of a text table whose value in a categorical column is not
+    the usual one: a plain restatement of agent_text.outlier_rows."""
+    lines = [line for line in text.split("\n") if line.strip()]
+    widths: dict[int, int] = {}
+    for line in lines:
+        widths[len(line.split())] = widths.get(len(line.split()), 0) + 1
+    if len(lines) < 5 or not widths:
+        return []
+    width = max(widths, key=lambda w: (widths[w], -list(widths).index(w)))
+    if width < 2 or widths[width] < 5:
+        return []
+    body = [line for line in lines if len(line.split()) == width][1:]
+    odd: set[int] = set()
+    for col in range(1, width):
+        column = [line.split()[col] for line in body]
+        counts = {v: column.count(v) for v in column}
+        usual = max(counts, key=lambda v: (counts[v], -column.index(v)))
+        if counts[usual] * 2 <= len(body) or len(counts) > max(3, len(body) // 4):
+            continue
+        odd |= {i for i, v in enumerate(column) if v != usual}
+    if not odd or 3 * len(odd) > len(body):
+        return []
+    return [body[i] for i in sorted(odd)]
+
+
 def _text_facts(text: str, facts: ValueFacts, scan: int) -> None:
+    odd = "\n".join(_outlier_rows(text[:12000]))
     if len(text) > scan:  # bounded work: the start and the (most recent) end
         text = text[: scan // 3] + "\n" + text[-2 * scan // 3:]
     errors = _error_lines(text)
@@ -371,7 +398,7 @@ def _text_facts(text: str, facts: ValueFacts, scan: int) -> None:
     # distinct match tested once
     near = _near(text, (strong or errors)[-1]) if errors else ""
     ident = _SCORE_SHAPE["ident"]
-    for part, bonus in ((near, _NEAR_ERROR_BONUS), (text, 0.0)):
+    for part, bonus in ((near, _NEAR_ERROR_BONUS), (odd, _NEAR_ERROR_BONUS), (text, 0.0)):
         if not part:
             continue
         if bonus:

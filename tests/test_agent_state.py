@@ -250,3 +250,23 @@ def test_ranked_values_are_every_value_once_best_first_then_shorter(
     assert sorted(ranked) == sorted(set(values) - skip)
     keys = [(-scores[v], len(v)) for v in ranked]
     assert keys == sorted(keys)
+
+
+def test_a_listings_odd_rows_rank_their_ids_first_even_from_its_middle() -> None:
+    import hashlib
+
+    from contextfold.summarizers.agent_state import extract
+    from contextfold.summarizers.agent_text import outlier_rows
+
+    names = [f"web-{hashlib.sha256(bytes([i])).hexdigest()[:9]}" for i in range(60)]
+    rows = [f"{name}   1/1   Running   {i % 7}   {i}m" for i, name in enumerate(names)]
+    rows[31] = f"{names[31]}   0/1   CrashLoopBackOff   9   31m"
+    listing = "\n".join(["NAME   READY   STATUS   RESTARTS   AGE", *rows])
+    assert outlier_rows(listing) == [rows[31]]
+    facts = extract(listing, 1000)  # the view's scan does not reach row 31
+    assert facts.ranked()[0] == ("ids", names[31])
+    # nothing stands out when a third or more of the rows differ, or there is no table
+    half = "\n".join(["NAME STATUS", *(f"j{i} {'done' if i % 2 else 'failed'}"
+                                       for i in range(12))])
+    assert outlier_rows(half) == []
+    assert outlier_rows("a 1\nb 2\nc 3") == []

@@ -110,7 +110,7 @@ def test_langchain_history_edited_by_the_framework_is_stored_once() -> None:
     cfg: Any = config("e")
     for turn in range(1, 7):
         agent.invoke({"messages": [HumanMessage(user_text(turn))]}, cfg)
-        assert memory.messages("e")[-1].text == answer_text(turn)  # stored by after_agent
+        assert memory.messages("e")[-1].text == answer_text(turn)  # stored when it came
         if turn in (2, 4):
             state = agent.get_state(cfg).values["messages"]
             gone = [state[-1].id, state[1].id]  # the synced watermark, and an older one

@@ -196,12 +196,14 @@ def test_failing_folds_lose_nothing_and_the_view_stays_in_budget(tmp_path: Path)
     memory.close()
 
 
-def test_trim_state_keeps_the_checkpoint_bounded(tmp_path: Path) -> None:
+def test_the_state_keeps_the_unfolded_messages_by_default(tmp_path: Path) -> None:
     memory = Memory("memory://", policy=TokenBudget(BUDGET))
     saver = InMemorySaver()
     model = RecordingModel(received=[])
     agent = create_agent(model, TOOLS, system_prompt=SYSTEM, checkpointer=saver,
-                         middleware=[ContextFoldMiddleware(memory, trim_state=True)])
+                         middleware=[ContextFoldMiddleware(memory)])
+    # no graph step of its own: the hooks ride on the model node
+    assert not any("ContextFold" in node for node in agent.get_graph().nodes)
     for turn in range(1, 61):
         state = agent.invoke({"messages": [HumanMessage(user_text(turn))]}, config("t"))
     live = memory.messages("t", include_folded=False)
@@ -211,6 +213,23 @@ def test_trim_state_keeps_the_checkpoint_bounded(tmp_path: Path) -> None:
     assert len(state["messages"]) <= len(live) + 4 < 60
     assert {m.id for m in state["messages"]} <= {m.message.id for m in live} | {
         m.id for m in state["messages"][-4:]}
+    assert state["messages"][-1].content == answer_text(60)
+    for received in model.received:
+        check_received(as_contextfold(received), budget=BUDGET, counter=memory.engine.counter,
+                       tools=SCHEMAS)
+    memory.close()
+
+
+def test_trim_state_off_keeps_the_whole_transcript_in_the_state() -> None:
+    memory = Memory("memory://", policy=TokenBudget(BUDGET))
+    model = RecordingModel(received=[])
+    agent = create_agent(model, TOOLS, system_prompt=SYSTEM, checkpointer=InMemorySaver(),
+                         middleware=[ContextFoldMiddleware(memory, trim_state=False)])
+    for turn in range(1, 31):
+        state = agent.invoke({"messages": [HumanMessage(user_text(turn))]}, config("w"))
+    assert memory.summary("w") is not None
+    stored = memory.messages("w")
+    assert [m.id for m in state["messages"]] == [m.message.id for m in stored]
     for received in model.received:
         check_received(as_contextfold(received), budget=BUDGET, counter=memory.engine.counter,
                        tools=SCHEMAS)
@@ -221,11 +240,15 @@ def test_replayed_steps_append_nothing_twice() -> None:
     memory = Memory("memory://", policy=TokenBudget(BUDGET))
     mw = ContextFoldMiddleware(memory, session_id="s")
     msgs: list[BaseMessage] = [HumanMessage("hi", id="h1"), AIMessage("hello", id="a1")]
-    first = mw._sync({"messages": msgs}, None)
-    assert first == {"contextfold_synced": "a1"}
-    mw._sync({"messages": msgs}, None)  # no watermark: the store drops both
-    # at the watermark already: nothing to append, and no state write either
-    assert mw._sync({"messages": msgs, "contextfold_synced": "a1"}, None) is None
+    state = mw._sessions.sync("s", msgs)
+    assert state.synced == "a1"
+    fresh = ContextFoldMiddleware(memory, session_id="s")  # a new process: no watermark
+    fresh._sessions.sync("s", msgs)  # the store drops both
+    # at the watermark already: nothing to append
+    calls: list[Any] = []
+    mw.bridge.add = lambda *a: calls.append(a)  # type: ignore[method-assign, assignment]
+    mw._sessions.sync("s", msgs)
+    assert calls == []
     assert [m.message.id for m in memory.messages("s")] == ["h1", "a1"]
     memory.close()
 
@@ -237,7 +260,7 @@ def test_sync_run_with_async_memory_names_the_right_class() -> None:
     memory = asyncio.run(make())
     mw = ContextFoldMiddleware(memory, session_id="s")
     with pytest.raises(ConfigError, match=r"contextfold\.Memory"):
-        mw._sync({"messages": [HumanMessage("hi", id="h")]}, None)
+        mw._sessions.sync("s", [HumanMessage("hi", id="h")])
 
 
 def test_no_session_is_a_config_error() -> None:

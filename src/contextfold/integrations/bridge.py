@@ -138,13 +138,17 @@ class ContextParts:
 
 def split_context(context: Context) -> ContextParts:
     """Split ``context`` at its first non-system message."""
-    msgs = list(context.messages)
+    msgs = context.messages
     system: list[str] = []
     summary: str | None = None
-    while msgs and msgs[0].role == "system":
-        text = msgs.pop(0).text
+    n = 0
+    for message in msgs:
+        if message.role != "system":
+            break
+        n += 1
+        text = message.text
         if summary is None and text.startswith(SUMMARY_HEADER):
             summary = text
         else:
             system.append(text)
-    return ContextParts(tuple(system), summary, tuple(msgs), context)
+    return ContextParts(tuple(system), summary, tuple(msgs[n:]) if n else tuple(msgs), context)

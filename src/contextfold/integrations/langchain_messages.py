@@ -191,7 +191,8 @@ class LangChainView:
     - :meth:`system_texts` scans only the state messages appended since the last call
       (all of them again when the list no longer starts with what it scanned).
 
-    Both hold only what the last call saw, so they stay as small as the context.
+    Both hold little more than what the last call saw, so they stay about as small as the
+    context.
     """
 
     __slots__ = ("_scanned", "_shown", "_texts")
@@ -205,18 +206,23 @@ class LangChainView:
                      ) -> list[BaseMessage]:
         """:func:`to_langchain`, each view message converted once."""
         shown = self._shown
-        fresh = [m for m in messages if (hit := shown.get(id(m))) is None or hit[0] is not m]
-        converted = dict(zip(map(id, fresh), to_langchain(fresh, originals), strict=True))
-        out: list[BaseMessage] = []
-        kept: dict[int, tuple[Message, BaseMessage]] = {}
-        for m in messages:
-            done = converted.get(id(m))
-            if done is None:
-                done = shown[id(m)][1]
-            kept[id(m)] = (m, done)
-            out.append(done)
-        self._shown = kept
-        return out
+        out: list[BaseMessage | None] = []
+        fresh: list[Message] = []
+        slots: list[int] = []
+        for m, hit in zip(messages, map(shown.get, map(id, messages)), strict=True):
+            if hit is not None and hit[0] is m:
+                out.append(hit[1])
+            else:
+                slots.append(len(out))
+                fresh.append(m)
+                out.append(None)
+        if fresh:
+            for i, m, done in zip(slots, fresh, to_langchain(fresh, originals), strict=True):
+                out[i] = done
+                shown[id(m)] = (m, done)
+            if len(shown) > 2 * len(out) + 64:  # forget what the view no longer shows
+                self._shown = {id(m): shown[id(m)] for m in messages}
+        return out  # type: ignore[return-value]  # every slot filled
 
     def system_texts(self, messages: Sequence[BaseMessage]) -> list[str]:
         """The texts of the system messages among ``messages`` (see the class docstring)."""

@@ -30,12 +30,11 @@ what that costs). Every method has an ``a``-prefixed async twin.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 try:
-    from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, SystemMessage
+    from langchain_core.messages import BaseMessage, RemoveMessage, SystemMessage
     from langchain_core.utils.function_calling import convert_to_openai_tool
 except ImportError as exc:  # pragma: no cover - depends on the environment
     from .bridge import missing_extra
@@ -45,10 +44,8 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from ..context import Context
 from ..errors import ConfigError
 from ..memory import AsyncMemory, Memory
-from ..messages import Message
 from .bridge import MemoryBridge, split_context
-from .langchain import SessionViews, plan_sync, thread_id
-from .langchain_messages import from_langchain, message_id
+from .langchain_sync import SessionSync, removals, thread_id
 
 __all__ = ["ContextFold"]
 
@@ -67,9 +64,7 @@ class ContextFold:
         self.bridge = MemoryBridge(memory, "ContextFold")
         self.session_id = session_id
         self.max_tokens = max_tokens
-        self._synced: dict[str, str | None] = {}
-        self._held: dict[str, tuple[Message, int | None]] = {}  # replies awaiting results
-        self._views = SessionViews()
+        self._sync = SessionSync(self.bridge)
         self._tool_cache: tuple[tuple[int, ...], list[dict[str, Any]]] | None = None
 
     def session(self, config: Mapping[str, Any] | None = None) -> str:
@@ -96,41 +91,12 @@ class ContextFold:
               ) -> list[BaseMessage]:
         parts = split_context(context)
         head = [SystemMessage(content=parts.system_text)] if parts.system_text else []
-        return [*head, *self._views.get(sid).to_langchain(parts.messages, state_messages)]
+        return [*head, *self._sync.get(sid).view.to_langchain(parts.messages, state_messages)]
 
     def _system(self, sid: str, system: str | None, state_messages: Sequence[BaseMessage]
                 ) -> str | None:
-        in_state = self._views.get(sid).system_texts(state_messages)
+        in_state = self._sync.get(sid).view.system_texts(state_messages)
         return "\n\n".join([*([system] if system else []), *in_state]) or None
-
-    def _plan(self, sid: str, state_messages: Sequence[BaseMessage]
-              ) -> tuple[list[Message], int | None, str | None]:
-        """(messages to append in one batch, reported input tokens to record after them,
-        the new watermark): the state's new messages, with a reply held back by
-        :meth:`record` first if the state does not carry it."""
-        plan = plan_sync(state_messages, self._synced.get(sid))
-        new = plan.messages
-        held = self._held.pop(sid, None)
-        if held is not None and all(m.id != held[0].id for m in new):
-            new = [held[0], *new]
-        return new, held[1] if held is not None else None, plan.watermark
-
-    def _hold(self, sid: str, response: BaseMessage) -> tuple[list[Message], int | None]:
-        """What :meth:`record` appends now: nothing for a reply that calls tools (its
-        results follow, and the next :meth:`messages` appends it with them in one batch:
-        one store round trip per model call instead of two), else the reply (after one
-        still held)."""
-        _ensure_id(response)
-        converted = from_langchain(response)
-        tokens = _input_tokens(response)
-        held = self._held.pop(sid, None)  # two replies without a sync between them
-        out = [held[0]] if held is not None else []
-        if converted is not None and converted.tool_calls:
-            self._held[sid] = (converted, tokens)
-            return out, held[1] if held is not None else None
-        if converted is not None:
-            out.append(converted)
-        return out, tokens if tokens is not None or held is None else held[1]
 
     # -- sync ---------------------------------------------------------------------------------
 
@@ -138,12 +104,7 @@ class ContextFold:
              ) -> str:
         """Append the state's new messages; returns the session id."""
         sid = self.session(config)
-        new, tokens, watermark = self._plan(sid, state_messages)
-        if new:
-            self.bridge.add(sid, new)
-        if tokens is not None:
-            self.bridge.record_usage(sid, tokens)
-        self._synced[sid] = watermark
+        self._sync.sync(sid, state_messages)
         return sid
 
     def messages(self, state_messages: Sequence[BaseMessage],
@@ -160,32 +121,21 @@ class ContextFold:
         (which may fold, for ``ReportedUsage``): a final answer at once; a reply that
         calls tools with its results, by the next :meth:`messages`. A reply without an
         id gets one, so the state's copy is recognised later."""
-        sid = self.session(config)
-        new, tokens = self._hold(sid, response)
-        if new:
-            self.bridge.add(sid, new)
-            self._synced[sid] = new[-1].id
-        if tokens is not None:
-            self.bridge.record_usage(sid, tokens)
+        self._sync.record(self.session(config), response)
 
     def trim(self, state_messages: Sequence[BaseMessage],
              config: Mapping[str, Any] | None = None) -> list[RemoveMessage]:
         """``RemoveMessage``\\ s for the state messages contextfold no longer holds live."""
         sid = self.session(config)
         live = self.bridge.call("messages", sid, include_folded=False)
-        return _removals(state_messages, live)
+        return [RemoveMessage(id=i) for i in removals(state_messages, live)]
 
     # -- async --------------------------------------------------------------------------------
 
     async def async_sync(self, state_messages: Sequence[BaseMessage],
                          config: Mapping[str, Any] | None = None) -> str:
         sid = self.session(config)
-        new, tokens, watermark = self._plan(sid, state_messages)
-        if new:
-            await self.bridge.aadd(sid, new)
-        if tokens is not None:
-            await self.bridge.arecord_usage(sid, tokens)
-        self._synced[sid] = watermark
+        await self._sync.async_sync(sid, state_messages)
         return sid
 
     async def amessages(self, state_messages: Sequence[BaseMessage],
@@ -200,33 +150,10 @@ class ContextFold:
 
     async def arecord(self, response: BaseMessage, config: Mapping[str, Any] | None = None
                       ) -> None:
-        sid = self.session(config)
-        new, tokens = self._hold(sid, response)
-        if new:
-            await self.bridge.aadd(sid, new)
-            self._synced[sid] = new[-1].id
-        if tokens is not None:
-            await self.bridge.arecord_usage(sid, tokens)
+        await self._sync.arecord(self.session(config), response)
 
     async def atrim(self, state_messages: Sequence[BaseMessage],
                     config: Mapping[str, Any] | None = None) -> list[RemoveMessage]:
         sid = self.session(config)
         live = await self.bridge.acall("messages", sid, include_folded=False)
-        return _removals(state_messages, live)
-
-
-def _ensure_id(message: BaseMessage) -> None:
-    if not message.id:
-        message.id = f"lc-{uuid.uuid4()}"
-
-
-def _input_tokens(message: BaseMessage) -> int | None:
-    usage = message.usage_metadata if isinstance(message, AIMessage) else None
-    value = usage.get("input_tokens") if usage else None
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def _removals(state_messages: Sequence[BaseMessage], live: Sequence[Any]) -> list[RemoveMessage]:
-    live_ids = {m.message.id for m in live}
-    return [RemoveMessage(id=mid) for i, m in enumerate(state_messages)
-            if m.id and (mid := message_id(m, i)) not in live_ids]
+        return [RemoveMessage(id=i) for i in removals(state_messages, live)]

@@ -39,7 +39,7 @@ from .agent_values import (
     value_shape,
 )
 
-__all__ = ["text_facts"]
+__all__ = ["outlier_rows", "text_facts"]
 
 
 def _error_lines(text: str) -> list[str]:
@@ -97,6 +97,9 @@ def _near(text: str, line: str) -> str:
 def text_facts(text: str, facts: ValueFacts, scan: int) -> None:
     """Add the values of text output ``text`` to ``facts`` (``scan``: characters looked at,
     a third from the start and the rest from the end)."""
+    # a table's odd rows, looked for in more of the output than the scan (one split and a
+    # count per column: cheap), since they may sit in a long listing's middle
+    odd = "\n".join(outlier_rows(text[:TABLE_SCAN_CHARS]))
     if len(text) > scan:  # bounded work: the start and the (most recent) end
         text = text[: scan // 3] + "\n" + text[-2 * scan // 3:]
     errors = _error_lines(text)
@@ -119,7 +122,7 @@ def text_facts(text: str, facts: ValueFacts, scan: int) -> None:
     near = _near(text, (strong or errors)[-1]) if errors else ""
     ident = _SCORE_SHAPE["ident"]
     taken: set[str] = set()  # words near the error: they already hold their best score
-    for part, bonus in ((near, _NEAR_ERROR_BONUS), (text, 0.0)):
+    for part, bonus in ((near, _NEAR_ERROR_BONUS), (odd, _NEAR_ERROR_BONUS), (text, 0.0)):
         if not part:
             continue
         if bonus:
@@ -152,6 +155,41 @@ def text_facts(text: str, facts: ValueFacts, scan: int) -> None:
                 items[value] = (score, len(items), key)
         elif score > hit[0]:
             items[value] = (score, hit[1], hit[2])
+
+
+#: Characters of a text result looked at for a table's odd rows.
+TABLE_SCAN_CHARS = 12000
+#: A table: at least this many rows of one column count (the header included).
+_TABLE_ROWS = 5
+#: At most one row in this many is an outlier (else no state stands out).
+_OUTLIER_EVERY = 3
+
+
+def outlier_rows(text: str) -> list[str]:
+    """The rows of a text table (the most frequent number of blank-separated columns, at
+    least :data:`_TABLE_ROWS` lines of it) whose value in a categorical column — few
+    distinct values, one of them on most rows — is not that usual one: the pod not
+    ``Running``, the job ``failed`` among ``done``s, the ``0/1`` among ``1/1``. The rows
+    a listing's reader acts on next; none when more than a third of the rows would be."""
+    lines = [line for line in text.split("\n") if line.strip()]
+    if len(lines) < _TABLE_ROWS:
+        return []
+    rows = [line.split() for line in lines]
+    width, count = Counter(map(len, rows)).most_common(1)[0]
+    if width < 2 or count < _TABLE_ROWS:
+        return []
+    table = [(line, row) for line, row in zip(lines, rows, strict=True) if len(row) == width]
+    body = table[1:]  # the first row may be the header
+    odd: dict[int, None] = {}
+    for col in range(1, width):
+        values = Counter(row[col] for _, row in body)
+        usual, seen = values.most_common(1)[0]
+        if seen * 2 <= len(body) or len(values) > max(3, len(body) // 4):
+            continue  # no usual value, or too many distinct ones: not categorical
+        odd.update((i, None) for i, (_, row) in enumerate(body) if row[col] != usual)
+    if not odd or _OUTLIER_EVERY * len(odd) > len(body):
+        return []
+    return [body[i][0] for i in sorted(odd)]
 
 
 def _kv_lines(text: str) -> Iterator[tuple[str, str]]:
