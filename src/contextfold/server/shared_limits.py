@@ -183,15 +183,19 @@ class LeasedBuckets:
             return 0.0
         return left
 
-    def _add(self, key: str, granted: float) -> None:
-        """Add ``granted`` tokens to the key's lease (what is left of it carried over)."""
+    def _add(self, key: str, granted: float, cost: float = 0.0) -> bool:
+        """Add ``granted`` tokens to the key's lease (what is left of it carried over) and
+        spend ``cost`` from it; False (nothing spent) if it then holds less than that."""
         now = time.monotonic()
         with self._lock:
             lease = self._leases.get(key)
             carried = lease.tokens if lease is not None and lease.expires > now else 0.0
-            self._leases[key] = _Lease(carried + granted, now + LEASE_SECONDS)
+            tokens = carried + granted
+            spent = tokens >= cost
+            self._leases[key] = _Lease(tokens - cost if spent else tokens, now + LEASE_SECONDS)
             if len(self._leases) > _MAX_KEYS:
                 self._leases = {key: self._leases[key]}
+        return spent
 
     # -- the source -------------------------------------------------------------------
 
@@ -217,21 +221,27 @@ class LeasedBuckets:
             return None
 
     def _lease(self, key: str, cost: float) -> float:
-        """Lease more tokens (blocking). 0.0 once ``cost`` is spent from them, else seconds
-        until the shared bucket could pay it."""
-        got = self._ask(key, max(self.chunk, cost), cost)
-        if got is None:
-            return self._local.take(key, cost)
-        granted, had = got
-        if granted < cost:
-            wait = (cost - had) / self.rate if self.rate > 0 else math.inf
-            with self._lock:
-                self._refused[key] = (cost, time.monotonic() + wait)
-                if len(self._refused) > _MAX_KEYS:
-                    self._refused.clear()
-            return wait
-        self._add(key, granted - cost)
-        return 0.0
+        """Lease more tokens (blocking): what ``cost`` lacks beyond the tokens this process
+        holds for ``key``, at least a chunk. 0.0 once ``cost`` is spent, else seconds until
+        the shared bucket could pay it."""
+        for _ in range(3):  # another request of the key may spend the tokens meanwhile
+            if self._spend(key, cost):
+                return 0.0
+            need = cost - self.available(key)
+            got = self._ask(key, max(self.chunk, need), need)
+            if got is None:
+                return self._local.take(key, cost)
+            granted, had = got
+            if granted < need:
+                wait = (need - had) / self.rate if self.rate > 0 else math.inf
+                with self._lock:
+                    self._refused[key] = (cost, time.monotonic() + wait)
+                    if len(self._refused) > _MAX_KEYS:
+                        self._refused.clear()
+                return wait
+            if self._add(key, granted, cost):
+                return 0.0
+        return 1.0 / self.rate if self.rate > 0 else math.inf
 
     def _top_up(self, key: str) -> None:
         """Lease the key's next chunk ahead of need (blocking; a background refill)."""
