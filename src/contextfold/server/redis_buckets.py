@@ -81,9 +81,9 @@ def _safe(url: str) -> str:
 
 def check_redis(url: str) -> None:
     """Raise ``ConfigError`` unless Redis at ``url`` answers (at server start)."""
+    client = _client(url)  # first: a ConfigError naming the extra when it is missing
     import redis
 
-    client = _client(url)
     try:
         client.ping()
     except redis.RedisError as exc:
