@@ -4,6 +4,7 @@ in its context view, and the caption names the recalled seqs."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,9 +48,14 @@ def _seed_recall_session(served: Served) -> tuple[list[int], int]:
         for lo in range(0, len(turns), 50):
             r = http.post(f"/v1/sessions/{SESSION}/messages", json={"messages": turns[lo:lo + 50]})
             assert r.status_code == 200, r.text
-        while http.post(f"/v1/sessions/{SESSION}/fold", json={}).json().get("status") == (
-                "committed"):
-            pass  # folds the policy asks for, however the server runs them
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # folds the policy asks for, however they run
+            r = http.post(f"/v1/sessions/{SESSION}/fold", json={})
+            if r.status_code == 409:  # the server's fold worker is folding it right now
+                time.sleep(0.2)
+                continue
+            if r.json().get("status") != "committed":
+                break
         summary = http.get(f"/v1/sessions/{SESSION}/summary").json()["summary"]["text"]
         room = next(i for i in range(10, 60) if _code(i) not in summary)  # two digits
         r = http.post(f"/v1/sessions/{SESSION}/messages", json={"messages": [

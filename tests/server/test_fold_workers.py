@@ -103,6 +103,16 @@ def test_appends_answer_at_once_and_the_fold_workers_fold(served: Served) -> Non
         assert sorted(stored_ids(c, s)) == sorted(sent)
 
 
+def test_fold_workers_run_below_the_servers_cpu_priority(served: Served) -> None:
+    """Folds are background work: on busy cores the server's requests come first
+    (``fold_workers.nice``, 10 by default)."""
+    workers = wait_for(lambda: fold_workers_of(served.process.pid))
+    assert isinstance(workers, list)
+    server = os.getpriority(os.PRIO_PROCESS, served.process.pid)
+    for pid in workers:
+        assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, server + 10)
+
+
 def test_a_killed_fold_worker_is_restarted_and_loses_nothing(served: Served) -> None:
     first = wait_for(lambda: fold_workers_of(served.process.pid))
     assert isinstance(first, list) and len(first) == 1

@@ -117,3 +117,59 @@ def test_two_server_processes_hold_one_limit(tmp_path: Path) -> None:
             assert statuses.count(429) > 0
         finally:
             served.stop()
+
+
+class SlowSource:
+    """A lease source that takes ``delay`` seconds per lease and counts them."""
+
+    def __init__(self, delay: float, tokens: float = 1e9) -> None:
+        self.delay = delay
+        self.tokens = tokens
+        self.calls = 0
+
+    def lease_tokens(self, bucket: str, *, want: float, least: float, rate: float,
+                     burst: float, now: float) -> tuple[float, float]:
+        self.calls += 1
+        time.sleep(self.delay)
+        had = self.tokens
+        taken = want if had >= want else had if had >= least else 0.0
+        self.tokens -= taken
+        return taken, had
+
+
+def test_a_key_within_its_rate_does_not_wait_for_leases() -> None:
+    """The next chunk is leased in the background while the last one is spent: after the
+    first request, requests of a key within its rate never wait for the shared store."""
+    from contextfold.server.shared_limits import LeasedBuckets
+
+    source = SlowSource(delay=0.05)
+    buckets = LeasedBuckets(source, rate=100.0, burst=200.0)
+
+    async def run() -> list[float]:
+        waits = []
+        for _ in range(200):
+            started = time.perf_counter()
+            assert await buckets.atake("k", 1.0) == 0.0
+            waits.append(time.perf_counter() - started)
+            await asyncio.sleep(0.012)  # ~80 requests a second: within the rate
+        return waits
+
+    waits = asyncio.run(run())
+    assert waits[0] >= 0.05  # the first lease is waited for
+    assert max(waits[1:]) < 0.05  # then every chunk was there before it was needed
+    assert source.calls >= 200 / buckets.chunk  # and each one came from the source
+
+
+def test_a_refused_key_is_refused_without_asking_again() -> None:
+    from contextfold.server.shared_limits import LeasedBuckets
+
+    source = SlowSource(delay=0.0, tokens=3.0)
+    buckets = LeasedBuckets(source, rate=1.0, burst=4.0)
+    assert buckets.take("k", 1.0) == 0.0  # leased the 3 tokens there were (chunk 1 + ...)
+    taken = 1 + sum(buckets.take("k", 1.0) == 0.0 for _ in range(2))
+    assert taken == 3
+    wait = buckets.take("k", 1.0)
+    assert wait > 0
+    calls = source.calls
+    assert all(buckets.take("k", 1.0) > 0 for _ in range(50))
+    assert source.calls == calls  # the refusal stood until the bucket could refill

@@ -81,7 +81,8 @@ def test_examples_run_as_scripts(tmp_path: Path) -> None:
 EXTRA_MODULES = ("tiktoken", "psycopg", "psycopg_pool", "openai", "anthropic", "google.genai",
                  "phonenumbers", "presidio_analyzer", "hypothesis", "pytest", "fastapi",
                  "fastapi_offline", "uvicorn", "prometheus_client", "httpx", "schemathesis",
-                 "playwright", "langchain", "langgraph", "pydantic_ai", "agents", "llama_index")
+                 "playwright", "langchain", "langgraph", "pydantic_ai", "agents", "llama_index",
+                 "redis")
 _PLAIN_INSTALL = """
 import importlib.abc, runpy, sys
 BLOCKED = {blocked!r}
@@ -112,7 +113,7 @@ def test_extra_modules_cover_every_optional_dependency() -> None:
                "schemathesis": "schemathesis", "playwright": "playwright",
                "langchain": "langchain", "langgraph": "langgraph",
                "langgraph-checkpoint-sqlite": "langgraph", "pydantic-ai-slim": "pydantic_ai",
-               "openai-agents": "agents", "llama-index-core": "llama_index"}
+               "openai-agents": "agents", "llama-index-core": "llama_index", "redis": "redis"}
     core = {r.split(">")[0].split("[")[0] for r in project["dependencies"]}
     for extra, reqs in project["optional-dependencies"].items():
         for req in reqs:

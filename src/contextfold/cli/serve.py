@@ -79,6 +79,10 @@ def serve(
             "[yellow]note:[/] several workers on one SQLite file share one writer;"
             " use --store postgresql://… to scale out"
         )
+    if config.redis and config.limits.rate_limit_scope == "store":
+        from ..server.redis_buckets import check_redis
+
+        check_redis(config.redis)  # a clear error now, not a failing worker process later
     if dev and host not in ("127.0.0.1", "localhost", "::1"):
         raise ConfigError(f"--dev skips API keys, so it serves on 127.0.0.1 only, not {host!r}")
     os.environ["CONTEXTFOLD_SERVER_DEV"] = "1" if dev else "0"  # read by server/ui.py

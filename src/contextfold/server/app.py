@@ -21,7 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from .. import __version__
 from ..errors import ContextFoldError
 from ..stores import default_db_path
-from .catalog import open_catalog
+from .catalog import Catalog, open_catalog
 from .config import ServerConfig
 from .guards import BodyDeadlineMiddleware, DevGuard, KeyGate
 from .limits import BodyLimitMiddleware, RateLimiter
@@ -32,7 +32,7 @@ from .problems import (
     ProblemError,
     problem_for_library_error,
 )
-from .shared_limits import StoreBuckets
+from .shared_limits import BucketBackend, StoreBuckets
 from .tenancy import ServerState
 
 __all__ = ["create_app", "resolve_store_url"]
@@ -64,20 +64,7 @@ def create_app(config: ServerConfig | None = None, store_url: str | None = None)
     url = resolve_store_url(store_url or config.store)
     metrics = Metrics()
     catalog = open_catalog(url)
-    limits = config.limits
-    state = ServerState(
-        config,
-        url,
-        catalog,
-        RateLimiter(
-            limits.requests_per_second,
-            limits.burst,
-            backend=StoreBuckets(catalog, limits.requests_per_second, float(limits.burst))
-            if limits.rate_limit_scope == "store"
-            else None,
-        ),
-        metrics,
-    )
+    state = ServerState(config, url, catalog, _rate_limiter(config, catalog), metrics)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -88,6 +75,9 @@ def create_app(config: ServerConfig | None = None, store_url: str | None = None)
             log.warning("store not reachable at startup: %s", type(exc).__name__)
         yield
         await state.close()
+        close = getattr(state.limiter.backend, "close", None)
+        if close is not None:
+            close()
 
     app = FastAPI(
         title="contextfold",
@@ -105,6 +95,23 @@ def create_app(config: ServerConfig | None = None, store_url: str | None = None)
     _add_middleware(app, state)
     _tidy_openapi(app)
     return app
+
+
+def _rate_limiter(config: ServerConfig, catalog: Catalog) -> RateLimiter:
+    """The keys' rate limit: buckets shared by every server process (in Redis when the
+    config names one, else in the store's database), or per process."""
+    limits = config.limits
+    rate, burst = limits.requests_per_second, float(limits.burst)
+    backend: BucketBackend | None = None
+    if limits.rate_limit_scope == "store" and rate > 0:
+        if config.redis:
+            from .redis_buckets import RedisBuckets, check_redis
+
+            check_redis(config.redis)
+            backend = RedisBuckets(config.redis, rate, burst)
+        else:
+            backend = StoreBuckets(catalog, rate, burst)
+    return RateLimiter(rate, limits.burst, backend=backend)
 
 
 def _add_middleware(app: FastAPI, state: ServerState) -> None:

@@ -14,9 +14,15 @@
       concurrency: 8            # folds in flight per worker process
       lease_seconds: 30         # how long a killed worker's sessions wait for another
       poll_interval: 0.5        # seconds between looks for due sessions when idle
+      nice: 10                  # CPU priority below the server's (0: the same; Unix): on
+                                # busy cores requests come first, folds catch up after
     retention: archive          # archive: keep folded messages (marked folded); delete:
                                 # remove them in the fold's commit (privacy)
     key_cache_seconds: 2        # a revoked key stops working within this many seconds
+    redis: null                 # redis://127.0.0.1:6379/0: the shared rate limits live in
+                                # Redis instead of the store (pip install "contextfold[redis]";
+                                # must answer at start; while it is down each server process
+                                # limits on its own)
     limits:
       max_body_bytes: 1048576   # 413 payload_too_large above this
       max_messages_per_request: 1000   # 413 too_many_messages above this
@@ -87,6 +93,7 @@ class FoldWorkers(BaseModel):
     concurrency: int = Field(default=8, ge=1, le=1024)
     lease_seconds: float = Field(default=30.0, ge=1, le=3600)
     poll_interval: float = Field(default=0.5, ge=0.05, le=60)
+    nice: int = Field(default=10, ge=0, le=19)
 
 
 class ServerConfig(BaseModel):
@@ -98,6 +105,7 @@ class ServerConfig(BaseModel):
     fold_workers: FoldWorkers = Field(default_factory=FoldWorkers)
     retention: Literal["archive", "delete"] = "archive"
     key_cache_seconds: float = Field(default=2.0, ge=0, le=300)
+    redis: str | None = Field(default=None, description="Redis URL for the shared rate limits")
     limits: Limits = Field(default_factory=Limits)
     defaults: SessionSettings = Field(default_factory=SessionSettings)
 

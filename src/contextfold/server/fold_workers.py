@@ -202,6 +202,8 @@ def main() -> None:
     if os.getppid() != parent:  # the server died before this process got going
         return
     workers = config.fold_workers
+    if workers.nice and hasattr(os, "nice"):
+        os.nice(workers.nice)  # requests first: this process only ever runs background work
 
     def make_worker(
         memory: AsyncMemory, memory_for: Callable[[str], Awaitable[AsyncMemory]]

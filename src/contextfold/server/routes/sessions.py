@@ -14,7 +14,14 @@ from ...engine import AsyncMemory
 from ...errors import ValidationError
 from ...outcomes import FoldOutcome, Usage
 from ..cursors import CURSOR_PATTERN, decode_cursor, encode_cursor
-from ..deps import PROBLEM_RESPONSES, current_tenant, get_state, tenant_session, writable_session
+from ..deps import (
+    PROBLEM_RESPONSES,
+    SessionId,
+    current_tenant,
+    get_state,
+    tenant_session,
+    writable_session,
+)
 from ..formats import ContextFormat, render
 from ..guards import charge_messages
 from ..keys import Tenant
@@ -57,7 +64,13 @@ CurrentTenant = Annotated[Tenant, Depends(current_tenant)]
     response_model=AppendResponse,
     summary="Append messages (one atomic batch, idempotent by message id)",
 )
-async def append_messages(body: AppendRequest, scoped: Writable, request: Request) -> Response:
+async def append_messages(
+    session_id: SessionId, body: AppendRequest, request: Request
+) -> Response:
+    # the session is resolved here, not by a Depends(writable_session): FastAPI solves a
+    # sub-dependency's parameters anew on every request (a tenth of the server's CPU on
+    # the per-turn path); the OpenAPI document is the same
+    scoped = await writable_session(request, session_id)
     state: ServerState = request.app.state.contextfold
     limit = state.config.limits.max_messages_per_request
     if len(body.messages) > limit:
@@ -126,7 +139,8 @@ def _which_message(
     summary="The bounded context to send to the model",
 )
 async def get_context(
-    scoped: Existing,
+    session_id: SessionId,
+    request: Request,
     system: Annotated[
         str | None,
         Query(max_length=1000, description="System prompt (longer ones: POST …/context)"),
@@ -142,7 +156,7 @@ async def get_context(
     ] = None,
 ) -> Response:
     return await _context(
-        scoped,
+        await tenant_session(request, session_id),  # as in append_messages: no Depends
         ContextRequest.model_construct(
             system=system, format=format, max_tokens=max_tokens, query=query
         ),
