@@ -52,7 +52,7 @@ from .search_terms import (
     query_months,
     refine_terms,
 )
-from .stores.search import clean_terms
+from .stores.search import clean_terms, index_text, matched_terms
 from .summarizers.agent_state import call_signature
 from .tokens import TokenCounter, count_message
 
@@ -122,6 +122,7 @@ class Recall:
     neighbours: int = 4
     gate: Gate = "past"
     max_message_tokens: int = 400
+    speakers: bool = True
 
     def __post_init__(self) -> None:
         share = self.share
@@ -232,12 +233,15 @@ class RecallBlock:
 
 
 def relevant(hits: Iterable[SearchHitLike], n_terms: int, options: Recall,
-             live_from: int | None, months: Months | None = None
-             ) -> list[SearchHitLike]:
+             live_from: int | None, months: Months | None = None,
+             bonus: Mapping[int, int] | None = None) -> list[SearchHitLike]:
     """The hits worth showing, best first: folded, older than the live messages, and
     matching enough of the query's ``n_terms`` terms; with ``months`` (the dates the
-    query names) a hit from such a date counts one term more and comes first."""
+    query names) a hit from such a date counts one term more and comes first.
+    ``bonus``: terms a hit matches besides its words (seq → count: the query names the
+    hit's speaker, :func:`speaker_bonus`)."""
     need = max(min(options.min_matched, n_terms), options.min_coverage * n_terms)
+    extra = bonus or {}
 
     def on(h: SearchHitLike) -> int:
         return _in_months(getattr(h, "timestamp", None), months) if months else 0
@@ -245,13 +249,40 @@ def relevant(hits: Iterable[SearchHitLike], n_terms: int, options: Recall,
     out = [
         h for h in hits
         if h.folded and (live_from is None or h.seq < live_from)
-        and h.matched + (on(h) > 0) >= need
+        and h.matched + extra.get(h.seq, 0) + (on(h) > 0) >= need
     ]
     if months:
         out.sort(key=lambda h: (-on(h), -h.score, h.seq))
     else:
         out.sort(key=lambda h: (-h.score, h.seq))
     return out
+
+
+def speaker_terms(terms: Sequence[str], speakers: Iterable[StoredMessage]) -> set[str]:
+    """The query ``terms`` that name a speaker of ``speakers`` (a message's ``name``,
+    folded as the index folds words): a store does not index who said a message."""
+    names: set[str] = set()
+    for item in speakers:
+        if item.message.name:
+            names.update(clean_terms([item.message.name]))
+    return {t for t in terms if t in names}
+
+
+def speaker_bonus(messages: Iterable[StoredMessage], named: set[str]) -> dict[int, int]:
+    """seq → 1 for each message said by a speaker the query names (``named``:
+    :func:`speaker_terms`) whose words do not contain that name already: the message
+    matches that term too."""
+    out: dict[int, int] = {}
+    for item in messages:
+        who = set(clean_terms([item.message.name])) if item.message.name else set()
+        hit = who & named
+        if hit and not any(term_matches_any(t, index_text(item.message)) for t in hit):
+            out[item.seq] = 1
+    return out
+
+
+def term_matches_any(term: str, indexed: str) -> bool:
+    return matched_terms(indexed, [term]) > 0
 
 
 def wanted_seqs(hits: Sequence[SearchHitLike], options: Recall,
@@ -504,13 +535,24 @@ async def recall_into(
     # date the query names counts one more, so it may have one fewer)
     need = math.ceil(max(min(options.min_matched, len(terms)),
                          options.min_coverage * len(terms)))
-    found = await store.search(session_id, terms, limit=options.limit * (2 if months else 1),
-                               folded=True, min_matched=max(1, need - bool(months)))
-    hits = relevant(found, len(terms), options, live_from, months)
+    # a hit said by a speaker the query names matches that name too (names are not
+    # indexed): such a query searches for one term fewer, and the hits are fetched first
+    named = speaker_terms(terms, live) if options.speakers else set()
+    found = await store.search(
+        session_id, terms, limit=options.limit * (2 if months else 1), folded=True,
+        min_matched=max(1, need - bool(months) - bool(named)))
+    bonus: dict[int, int] = {}
+    messages: dict[int, StoredMessage] = {}
+    if named and found:
+        first = await store.fetch(session_id, [h.seq for h in found])
+        messages = {m.seq: m for m in first if m.folded}
+        bonus = speaker_bonus(messages.values(), named)
+    hits = relevant(found, len(terms), options, live_from, months, bonus)
     if not hits:
         return ctx
-    fetched = await store.fetch(session_id, wanted_seqs(hits, options, live_from))
-    messages = {m.seq: m for m in fetched if m.folded}
+    wanted = [s for s in wanted_seqs(hits, options, live_from) if s not in messages]
+    fetched = await store.fetch(session_id, wanted) if wanted else []
+    messages.update((m.seq, m) for m in fetched if m.folded)
     spans = plan_spans(hits, messages, options)
     block = build_block(spans, messages, counter, room, options, summary_text)
     return ctx if block is None else with_block(ctx, block)
