@@ -24,6 +24,9 @@ Contract (easy to break, tested in ``tests/test_recall*.py``):
   pay nothing for recall. An explicit ``query`` is always searched.
 - Tool calls and results are never split: the block is one message put between whole
   turns, and recalled tool messages are rendered as text inside it.
+- **Speakers**: a query that names a speaker (``Message.name``) counts that name as
+  matched by every message the speaker said (:func:`speaker_bonus`); such a query asks
+  the store for one matched term fewer and reads its hits before choosing.
 - Only folded messages are recalled (live ones are in the context already) and a message
   the summary already quotes whole is skipped. The block is view-only: it is never stored
   and never reaches the summarizer.
@@ -112,7 +115,10 @@ class Recall:
     match the query too. ``gate``: ``"past"`` shows the block for the implicit query (the
     newest user message) only when it asks about the past; ``"always"`` searches every
     turn. ``max_message_tokens``: a longer recalled message (a tool result) is shown cut,
-    head and tail, to this size.
+    head and tail, to this size. ``speakers``: a query word that is the name of a speaker
+    of the live messages (``Message.name``, e.g. "Nate" in "What does Nate's turtle
+    eat?") also matches the messages that speaker said — stores index what was said, not
+    who said it.
     """
 
     share: float = 0.5
@@ -136,6 +142,8 @@ class Recall:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ConfigError(f"Recall.{name} must be an int >= {low}, got {value!r}")
+        if not isinstance(self.speakers, bool):
+            raise ConfigError(f"Recall.speakers must be True or False, got {self.speakers!r}")
         if self.gate not in ("past", "always"):
             raise ConfigError(f"Recall.gate must be 'past' or 'always', got {self.gate!r}")
 
@@ -270,19 +278,15 @@ def speaker_terms(terms: Sequence[str], speakers: Iterable[StoredMessage]) -> se
 
 def speaker_bonus(messages: Iterable[StoredMessage], named: set[str]) -> dict[int, int]:
     """seq → 1 for each message said by a speaker the query names (``named``:
-    :func:`speaker_terms`) whose words do not contain that name already: the message
-    matches that term too."""
+    :func:`speaker_terms`) whose words do not contain that name already (the store
+    counted it then): the message matches that term too."""
     out: dict[int, int] = {}
     for item in messages:
-        who = set(clean_terms([item.message.name])) if item.message.name else set()
-        hit = who & named
-        if hit and not any(term_matches_any(t, index_text(item.message)) for t in hit):
+        who = named.intersection(clean_terms([item.message.name])) if item.message.name \
+            else set()
+        if who and not matched_terms(index_text(item.message), sorted(who)):
             out[item.seq] = 1
     return out
-
-
-def term_matches_any(term: str, indexed: str) -> bool:
-    return matched_terms(indexed, [term]) > 0
 
 
 def wanted_seqs(hits: Sequence[SearchHitLike], options: Recall,
