@@ -50,7 +50,7 @@ from contextfold.engine import AsyncMemory
 from contextfold.policy import TokenBudget
 from contextfold.recall import Recall, relevant, speaker_bonus, speaker_terms
 from contextfold.search_terms import date_words, query_months, refine_terms
-from contextfold.stores.search import clean_terms, matched_terms, index_text
+from contextfold.stores.search import clean_terms, index_text, matched_terms
 from contextfold.summarizers.extractive import ExtractiveSummarizer
 from contextfold.tokens import get_counter
 
