@@ -8,7 +8,8 @@ recall's steps:
 
 - *live*: the evidence turn is not folded (the answer is not in it as written);
 - *no terms*: the question has no search terms left;
-- *no shared term*: the evidence turn has none of the query's terms;
+- *no shared term*: the evidence turn has none of the query's terms (its speaker, named
+  in the question, counts as one);
 - *below min_matched*: it shares terms, fewer than the store's ``min_matched``;
 - *search limit*: it matches enough terms, but is not among the ``limit`` best;
 - *threshold*: returned by the store, dropped by the relevance threshold;
@@ -47,7 +48,7 @@ from retention_recall import present
 
 from contextfold.engine import AsyncMemory
 from contextfold.policy import TokenBudget
-from contextfold.recall import Recall, relevant
+from contextfold.recall import Recall, relevant, speaker_bonus, speaker_terms
 from contextfold.search_terms import date_words, query_months, refine_terms
 from contextfold.stores.search import clean_terms, index_text, matched_terms
 from contextfold.summarizers.extractive import ExtractiveSummarizer
@@ -97,7 +98,9 @@ async def analyse(conv: Conversation, budget: int, options: Recall
             need = math.ceil(max(min(options.min_matched, len(terms)),
                                  options.min_coverage * len(terms)))
             texts = {s: index_text(conv.messages[s - 1]) for s in ev}
-            best = max(matched_terms(texts[s], terms) for s in ev)
+            named = speaker_terms(terms, snap.live) if options.speakers else set()
+            said = speaker_bonus(await store.fetch(conv.sample_id, ev), named)
+            best = max(matched_terms(texts[s], terms) + said.get(s, 0) for s in ev)
             row["ev_matched"] = best
             row["ev_text"] = " | ".join(conv.messages[s - 1].text[:160] for s in ev)
             if best == 0:
@@ -108,11 +111,13 @@ async def analyse(conv: Conversation, budget: int, options: Recall
                 continue
             found = await store.search(
                 conv.sample_id, terms, limit=options.limit * (2 if months else 1),
-                folded=True, min_matched=max(1, need - bool(months)))
+                folded=True, min_matched=max(1, need - bool(months) - bool(named)))
             if not set(ev) & {h.seq for h in found}:
                 row["cause"] = "search limit"
                 continue
-            hits = relevant(found, len(terms), options, live_from, months)
+            bonus = speaker_bonus(await store.fetch(conv.sample_id, [h.seq for h in found]),
+                                  named)
+            hits = relevant(found, len(terms), options, live_from, months, bonus)
             ranks = [r for r, h in enumerate(hits) if h.seq in ev]
             if not ranks:
                 row["cause"] = "threshold"
