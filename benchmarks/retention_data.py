@@ -31,6 +31,7 @@ DATA_CANDIDATES = (
 CATEGORIES = (1, 2, 3, 4)
 _PUNCT = set(string.punctuation) | {"’", "‘", "“", "”", "—", "–", "…"}
 _ARTICLES = re.compile(r"\b(a|an|the|and)\b")
+_EVIDENCE = re.compile(r"D\d+:\d+")
 
 
 def default_data() -> Path:
@@ -51,6 +52,9 @@ class Conversation:
     answers: list[str]
     dates: list[str] = field(default_factory=list)
     questions: list[str] = field(default_factory=list)  # one per answer
+    categories: list[int] = field(default_factory=list)  # LoCoMo category, one per answer
+    #: the indices (into ``messages``) of each question's evidence turns (may be empty)
+    evidence: list[list[int]] = field(default_factory=list)
 
 
 def load(path: Path) -> list[Conversation]:
@@ -63,12 +67,14 @@ def load(path: Path) -> list[Conversation]:
         conv = sample["conversation"]
         messages: list[Message] = []
         dates: list[str] = []
+        dia: dict[str, int] = {}
         i = 1
         while f"session_{i}" in conv:
             stamp = datetime.strptime(conv[f"session_{i}_date_time"], "%I:%M %p on %d %B, %Y")
             stamp = stamp.replace(tzinfo=timezone.utc)
             dates.append(f"{stamp.day} {stamp:%B %Y}")
             for turn in conv[f"session_{i}"]:
+                dia[str(turn.get("dia_id", ""))] = len(messages)
                 text = turn["text"]
                 if turn.get("blip_caption"):
                     text = f"{text} [shares {turn['blip_caption']}]"
@@ -80,7 +86,14 @@ def load(path: Path) -> list[Conversation]:
         qa = [q for q in sample["qa"] if q.get("category") in CATEGORIES]
         answers = [str(q["answer"]) for q in qa]
         questions = [str(q["question"]) for q in qa]
-        out.append(Conversation(sample["sample_id"], messages, answers, dates, questions))
+        categories = [int(q["category"]) for q in qa]
+        evidence = [
+            [dia[e] for e in _EVIDENCE.findall(" ".join(map(str, q.get("evidence", []))))
+             if e in dia]
+            for q in qa
+        ]
+        out.append(Conversation(sample["sample_id"], messages, answers, dates, questions,
+                                categories, evidence))
     return out
 
 
@@ -167,3 +180,38 @@ def retention(conv: Conversation, run: Run) -> tuple[int, int]:
     return kept, present
 
 
+
+
+# -- the low-overlap subset --------------------------------------------------------------
+
+#: A question is *low-overlap* when at most this share of its content words occur, as the
+#: same word, in its evidence turns. Stands in for real human chats, whose questions share
+#: fewer words with the answer than LoCoMo's. Fixed before any recall result was read.
+LOW_OVERLAP = 1 / 3
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-cased words of three or more letters that are not English stop words (the
+    full ISO list), unstemmed: ``painted`` and ``paint`` are different words."""
+    import stopwordsiso
+
+    stop = stopwordsiso.stopwords("en")
+    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) >= 3 and w not in stop}
+
+
+def word_overlap(conv: Conversation, i: int) -> float | None:
+    """The share of question ``i``'s content words found in its evidence turns (None: the
+    question has no evidence turns or no content words)."""
+    asked = content_words(conv.questions[i])
+    if not conv.evidence[i] or not asked:
+        return None
+    said: set[str] = set()
+    for at in conv.evidence[i]:
+        said |= content_words(conv.messages[at].text)
+    return len(asked & said) / len(asked)
+
+
+def low_overlap(conv: Conversation, i: int) -> bool:
+    """Whether question ``i`` is in the low-overlap subset (see :data:`LOW_OVERLAP`)."""
+    share = word_overlap(conv, i)
+    return share is not None and share <= LOW_OVERLAP

@@ -83,7 +83,8 @@ def recount(ctx: Context, reserved: int = 0) -> int:
 
 def test_options_are_checked() -> None:
     for bad in ({"share": 0}, {"share": 1.5}, {"min_coverage": 2}, {"limit": 0},
-                {"neighbours": -1}, {"gate": "sometimes"}, {"share": True}):
+                {"neighbours": -1}, {"gate": "sometimes"}, {"share": True},
+                {"speakers": 1}, {"framed": -1}):
         with pytest.raises(ConfigError):
             Recall(**bad)  # type: ignore[arg-type]
     with pytest.raises(ConfigError):
@@ -219,3 +220,58 @@ def test_question_processing_stems_and_reads_dates() -> None:
     assert refine_terms(["watching", "shoes", "painted", "kids", "class"]) == [
         "watch", "shoe", "paint", "kids", "class"]
     assert query_months("may I ask about 2022") == {(2022, None, None)}
+    assert refine_terms(["room", "4", "b"]) == ["room", "4"]  # digits are facts
+
+
+def test_a_named_speaker_matches_what_that_speaker_said(store_url: str, sid: str) -> None:
+    """"What does Nate feed his turtles?": the answer, said by Nate, never writes "Nate"
+    (stores index what was said, not who said it); one word and the speaker match."""
+    fact = Message(role="assistant", name="Nate", timestamp=START,
+                   content="They eat lettuce, berries and the odd cricket.")
+    other = Message(role="user", name="Joanna", timestamp=START,
+                    content="My neighbour's turtles only eat pellets, Nate.")
+    talk = [Message(role="user" if i % 2 == 0 else "assistant",
+                    name="Joanna" if i % 2 == 0 else "Nate", timestamp=START,
+                    content=f"{FILLER[i % 4]} (day {i})") for i in range(60)]
+    question = "What do Nate's turtles eat?"
+    for speakers in (True, False):
+        with Memory(store_url, policy=TokenBudget(600), summarizer=Terse(),
+                    recall=Recall(speakers=speakers)) as mem:
+            s = f"{sid}-{speakers}"
+            mem.add(s, fact, *talk[:10], other, *talk[10:])  # apart: not neighbours
+            ctx = mem.context(s, query=question)
+            assert ctx.tokens <= 600
+            shown = " ".join(m.text for m in ctx.messages if m.text.startswith(RECALL_HEADER))
+            assert ("Nate: They eat lettuce" in shown) is speakers, (speakers, shown)
+            # a message naming the speaker in its words is matched by the store already
+            assert "only eat pellets" in shown
+
+
+def test_the_best_hits_come_framed_by_the_turns_around_them() -> None:
+    """``framed``: the best hits are shown with the turn before and after them (where an
+    answer often is) before lesser hits; without it, only the hits (``neighbours=0``)."""
+    from contextfold.recall import build_block, plan_spans
+    from contextfold.stores.search import SearchHit
+
+    names = ["Jon", "Gina"]
+    messages = {
+        seq: StoredMessage(seq, Message(role="assistant", name=names[seq % 2],
+                                        content=f"line {seq} about the dance studio",
+                                        timestamp=START), 8, folded=True)
+        for seq in range(1, 21)
+    }
+    hits = [SearchHit(seq, 10.0 - seq, "assistant", START, "", True, 2) for seq in (5, 15)]
+    counter = get_counter(None)
+    for framed, shown in ((0, (5, 15)), (1, (4, 5, 6, 15)), (2, (4, 5, 6, 14, 15, 16))):
+        options = Recall(neighbours=0, framed=framed)
+        block = build_block(plan_spans(hits, messages, options), messages, counter, 1000,
+                            options)
+        assert block is not None and block.seqs == shown, framed
+    # room for the best hit only: it comes, without its frame
+    options = Recall(neighbours=0, framed=2)
+    bare = Recall(neighbours=0, framed=0)
+    alone = build_block(plan_spans(hits[:1], messages, bare), messages, counter, 1000, bare)
+    assert alone is not None
+    small = build_block(plan_spans(hits, messages, options), messages, counter,
+                        alone.tokens + 3, options)
+    assert small is not None and small.seqs == (5,) and small.tokens <= alone.tokens + 3

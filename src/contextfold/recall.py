@@ -24,6 +24,9 @@ Contract (easy to break, tested in ``tests/test_recall*.py``):
   pay nothing for recall. An explicit ``query`` is always searched.
 - Tool calls and results are never split: the block is one message put between whole
   turns, and recalled tool messages are rendered as text inside it.
+- **Speakers**: a query that names a speaker (``Message.name``) counts that name as
+  matched by every message the speaker said (:func:`speaker_bonus`); such a query asks
+  the store for one matched term fewer and reads its hits before choosing.
 - Only folded messages are recalled (live ones are in the context already) and a message
   the summary already quotes whole is skipped. The block is view-only: it is never stored
   and never reaches the summarizer.
@@ -52,7 +55,7 @@ from .search_terms import (
     query_months,
     refine_terms,
 )
-from .stores.search import clean_terms
+from .stores.search import clean_terms, index_text, matched_terms
 from .summarizers.agent_state import call_signature
 from .tokens import TiktokenCounter, TokenCounter, count_message
 
@@ -112,7 +115,12 @@ class Recall:
     match the query too. ``gate``: ``"past"`` shows the block for the implicit query (the
     newest user message) only when it asks about the past; ``"always"`` searches every
     turn. ``max_message_tokens``: a longer recalled message (a tool result) is shown cut,
-    head and tail, to this size.
+    head and tail, to this size. ``speakers``: a query word that is the name of a speaker
+    of the live messages (``Message.name``, e.g. "Nate" in "What does Nate's turtle
+    eat?") also matches the messages that speaker said — stores index what was said, not
+    who said it. ``framed``: the best this many hits are shown with the turn before and
+    the turn after them before any lesser hit is added (an answer often sits one turn
+    away from the words that found it).
     """
 
     share: float = 0.5
@@ -122,6 +130,8 @@ class Recall:
     neighbours: int = 4
     gate: Gate = "past"
     max_message_tokens: int = 400
+    speakers: bool = True
+    framed: int = 5
 
     def __post_init__(self) -> None:
         share = self.share
@@ -131,10 +141,12 @@ class Recall:
         if isinstance(cov, bool) or not isinstance(cov, (int, float)) or not 0 <= cov <= 1:
             raise ConfigError(f"Recall.min_coverage must be between 0 and 1, got {cov!r}")
         for name, low in (("min_matched", 1), ("limit", 1), ("neighbours", 0),
-                          ("max_message_tokens", 16)):
+                          ("max_message_tokens", 16), ("framed", 0)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ConfigError(f"Recall.{name} must be an int >= {low}, got {value!r}")
+        if not isinstance(self.speakers, bool):
+            raise ConfigError(f"Recall.speakers must be True or False, got {self.speakers!r}")
         if self.gate not in ("past", "always"):
             raise ConfigError(f"Recall.gate must be 'past' or 'always', got {self.gate!r}")
 
@@ -232,12 +244,15 @@ class RecallBlock:
 
 
 def relevant(hits: Iterable[SearchHitLike], n_terms: int, options: Recall,
-             live_from: int | None, months: Months | None = None
-             ) -> list[SearchHitLike]:
+             live_from: int | None, months: Months | None = None,
+             bonus: Mapping[int, int] | None = None) -> list[SearchHitLike]:
     """The hits worth showing, best first: folded, older than the live messages, and
     matching enough of the query's ``n_terms`` terms; with ``months`` (the dates the
-    query names) a hit from such a date counts one term more and comes first."""
+    query names) a hit from such a date counts one term more and comes first.
+    ``bonus``: terms a hit matches besides its words (seq → count: the query names the
+    hit's speaker, :func:`speaker_bonus`)."""
     need = max(min(options.min_matched, n_terms), options.min_coverage * n_terms)
+    extra = bonus or {}
 
     def on(h: SearchHitLike) -> int:
         return _in_months(getattr(h, "timestamp", None), months) if months else 0
@@ -245,12 +260,35 @@ def relevant(hits: Iterable[SearchHitLike], n_terms: int, options: Recall,
     out = [
         h for h in hits
         if h.folded and (live_from is None or h.seq < live_from)
-        and h.matched + (on(h) > 0) >= need
+        and h.matched + extra.get(h.seq, 0) + (on(h) > 0) >= need
     ]
     if months:
         out.sort(key=lambda h: (-on(h), -h.score, h.seq))
     else:
         out.sort(key=lambda h: (-h.score, h.seq))
+    return out
+
+
+def speaker_terms(terms: Sequence[str], speakers: Iterable[StoredMessage]) -> set[str]:
+    """The query ``terms`` that name a speaker of ``speakers`` (a message's ``name``,
+    folded as the index folds words): a store does not index who said a message."""
+    names: set[str] = set()
+    for item in speakers:
+        if item.message.name:
+            names.update(clean_terms([item.message.name]))
+    return {t for t in terms if t in names}
+
+
+def speaker_bonus(messages: Iterable[StoredMessage], named: set[str]) -> dict[int, int]:
+    """seq → 1 for each message said by a speaker the query names (``named``:
+    :func:`speaker_terms`) whose words do not contain that name already (the store
+    counted it then): the message matches that term too."""
+    out: dict[int, int] = {}
+    for item in messages:
+        who = named.intersection(clean_terms([item.message.name])) if item.message.name \
+            else set()
+        if who and not matched_terms(index_text(item.message), sorted(who)):
+            out[item.seq] = 1
     return out
 
 
@@ -379,9 +417,10 @@ def build_block(spans: Sequence[tuple[int, Sequence[int]]],
                 counter: TokenCounter, room: int, options: Recall,
                 summary_text: str | None = None) -> RecallBlock | None:
     """The best spans that fit ``room`` tokens (greedy, best first; a span that does not
-    fit is skipped for a smaller one), merged where they overlap; then, while room is
-    left, the turns around the hits shown, nearest first, best hit first, up to
-    ``options.neighbours`` away. None when nothing fits.
+    fit is skipped for a smaller one; the best ``options.framed`` with a turn on each
+    side), merged where they overlap; then, while room is left, the turns around the
+    hits shown, nearest first, best hit first, up to ``options.neighbours`` away. None
+    when nothing fits.
     A message the summary already quotes whole is left out (it adds nothing), and with a
     hit so quoted its whole span (the turns around it were there for it)."""
     quoted = _one_line(summary_text) if summary_text else ""
@@ -416,9 +455,12 @@ def build_block(spans: Sequence[tuple[int, Sequence[int]]],
 
     hits = [(hit, span) for hit, span in spans
             if not (hit in messages and known(messages[hit]))]
-    for hit, span in hits:
+    for rank, (hit, span) in enumerate(hits):
         if not take(span):  # too big with the hits around it: the hit's own turn, at least
             take(_own_turn(hit, span, messages))
+        elif rank < options.framed:  # the best hits with a turn on each side
+            take([span[0] - 1])
+            take([span[-1] + 1])
     # room left: the turns around the best hits, nearest first, up to ``neighbours`` away
     for d in range(1, options.neighbours + 1):
         for hit, _ in hits:
@@ -515,13 +557,24 @@ async def recall_into(
     # date the query names counts one more, so it may have one fewer)
     need = math.ceil(max(min(options.min_matched, len(terms)),
                          options.min_coverage * len(terms)))
-    found = await store.search(session_id, terms, limit=options.limit * (2 if months else 1),
-                               folded=True, min_matched=max(1, need - bool(months)))
-    hits = relevant(found, len(terms), options, live_from, months)
+    # a hit said by a speaker the query names matches that name too (names are not
+    # indexed): such a query searches for one term fewer, and the hits are fetched first
+    named = speaker_terms(terms, live) if options.speakers else set()
+    found = await store.search(
+        session_id, terms, limit=options.limit * (2 if months else 1), folded=True,
+        min_matched=max(1, need - bool(months) - bool(named)))
+    bonus: dict[int, int] = {}
+    messages: dict[int, StoredMessage] = {}
+    if named and found:
+        first = await store.fetch(session_id, [h.seq for h in found])
+        messages = {m.seq: m for m in first if m.folded}
+        bonus = speaker_bonus(messages.values(), named)
+    hits = relevant(found, len(terms), options, live_from, months, bonus)
     if not hits:
         return ctx
-    fetched = await store.fetch(session_id, wanted_seqs(hits, options, live_from))
-    messages = {m.seq: m for m in fetched if m.folded}
+    wanted = [s for s in wanted_seqs(hits, options, live_from) if s not in messages]
+    fetched = await store.fetch(session_id, wanted) if wanted else []
+    messages.update((m.seq, m) for m in fetched if m.folded)
     spans = plan_spans(hits, messages, options)
     block = build_block(spans, messages, counter, room, options, summary_text)
     return ctx if block is None else with_block(ctx, block)

@@ -146,13 +146,15 @@ def refine_terms(terms: Sequence[str]) -> list[str]:
     """Query terms for recall (``terms``: the query's cleaned words,
     :func:`~contextfold.stores.search.clean_terms`): English stop words and the
     words a question is made of but an answer rarely repeats (``many``, ``times``,
-    ``latest``…) and month names and years (dates are matched on the messages'
-    timestamps instead, :func:`query_months`) dropped; English
+    ``latest``…), one-letter words (not digits: "room 4" keeps ``4``) and month names and
+    years (dates are matched on the messages' timestamps instead, :func:`query_months`)
+    dropped; English
     inflections trimmed to a stem of four or more letters, which the stores match as a
     prefix (``painted`` → ``paint``, ``watching`` → ``watch``, ``shoes`` → ``shoe``)."""
     out: list[str] = []
     for term in terms:
-        if len(term) < 2 or term in _QUESTION_NOISE or term in _MONTHS or _YEAR.match(term):
+        if ((len(term) < 2 and not term.isdigit()) or term in _QUESTION_NOISE
+                or term in _MONTHS or _YEAR.match(term)):
             continue
         stem = term
         for suffix in ("ing", "ies", "ed", "es", "s"):
