@@ -57,7 +57,14 @@ from .search_terms import (
 )
 from .stores.search import clean_terms, index_text, matched_terms
 from .summarizers.agent_state import call_signature
-from .tokens import TiktokenCounter, TokenCounter, count_message
+from .tokens import (
+    MESSAGE_OVERHEAD_TOKENS,
+    NAME_OVERHEAD_TOKENS,
+    TiktokenCounter,
+    TokenCounter,
+    count_message,
+    count_repeated,
+)
 
 if TYPE_CHECKING:
     from .context import Context
@@ -365,17 +372,37 @@ def _longer_than(text: str, max_tokens: int, counter: TokenCounter) -> bool:
     return counter.count(text) > max_tokens
 
 
-def message_line(item: StoredMessage, counter: TokenCounter, max_tokens: int) -> str:
-    """One recalled message as a line: ``speaker: text`` (a tool result under its tool's
-    name, a call as ``name(args)``), cut head + tail to about ``max_tokens``."""
+def _who(item: StoredMessage) -> str:
     msg = item.message
-    who = _speaker(item) if msg.role in ("user", "assistant") else (
+    return _speaker(item) if msg.role in ("user", "assistant") else (
         f"tool result{f' ({msg.name})' if msg.name else ''}" if msg.role == "tool" else msg.role)
+
+
+def _text_tokens(item: StoredMessage, counter: TokenCounter) -> int | None:
+    """The tokens of ``item``'s text, from the count the store keeps (the message's tokens
+    less its framing and name); None when that count cannot tell them (tool calls, parts)."""
+    msg = item.message
+    if msg.tool_calls or not isinstance(msg.content, str) or msg.tool_call_id:
+        return None
+    framing = MESSAGE_OVERHEAD_TOKENS
+    if msg.name:
+        framing += NAME_OVERHEAD_TOKENS + count_repeated(counter, msg.name)
+    return max(0, item.tokens - framing)
+
+
+def message_line(item: StoredMessage, counter: TokenCounter, max_tokens: int,
+                 text_tokens: int | None = None) -> str:
+    """One recalled message as a line: ``speaker: text`` (a tool result under its tool's
+    name, a call as ``name(args)``), cut head + tail to about ``max_tokens``
+    (``text_tokens``: the text's count when known, so it need not be counted again)."""
+    msg = item.message
+    who = _who(item)
     text = _one_line(msg.text)
     if msg.tool_calls:
         calls = ", ".join(call_signature(c.name, c.arguments, 200) for c in msg.tool_calls)
         text = f"{text} [called {calls}]" if text else f"[called {calls}]"
-    if _longer_than(text, max_tokens, counter):
+    if (text_tokens > max_tokens if text_tokens is not None
+            else _longer_than(text, max_tokens, counter)):
         chars = max(40, max_tokens * 3)
         head, tail = text[: chars * 2 // 3], text[-(chars // 3):]
         text = f"{head} … [cut; the whole message is stored as seq {item.seq}] … {tail}"
@@ -429,6 +456,15 @@ def build_block(spans: Sequence[tuple[int, Sequence[int]]],
     costs: dict[int, int] = {}  # tokens of each line (a seq may be tried more than once)
     frame = count_message(counter, _block_message(render_block([], {})))
     used = frame
+    def line_cost(item: StoredMessage) -> int:
+        """A line's tokens, estimated from the stored count (the block is counted exactly
+        once laid out); counted on the line itself when that count cannot tell."""
+        text = _text_tokens(item, counter)
+        if text is not None and text <= options.max_message_tokens:
+            return text + count_repeated(counter, _who(item) + ": ") + 2  # newline, date, gap
+        lines[item.seq] = message_line(item, counter, options.max_message_tokens)
+        return counter.count(lines[item.seq]) + 2
+
     def known(item: StoredMessage) -> bool:
         return bool(quoted) and len(item.text) > 24 and _one_line(item.text) in quoted
 
@@ -443,8 +479,7 @@ def build_block(spans: Sequence[tuple[int, Sequence[int]]],
         cost = 0
         for item in new:
             if item.seq not in costs:
-                lines[item.seq] = message_line(item, counter, options.max_message_tokens)
-                costs[item.seq] = counter.count(lines[item.seq]) + 2  # newline, date, gap
+                costs[item.seq] = line_cost(item)
             cost += costs[item.seq]
         if used + cost > room:
             return False
@@ -467,13 +502,19 @@ def build_block(spans: Sequence[tuple[int, Sequence[int]]],
             if hit in chosen:
                 take([hit - d])
                 take([hit + d])
+    for seq, item in chosen.items():
+        if seq not in lines:
+            lines[seq] = message_line(item, counter, options.max_message_tokens,
+                                      _text_tokens(item, counter))
     while chosen:
         text = render_block(_runs(chosen), lines)
         message = _block_message(text)
         tokens = count_message(counter, message)
         if tokens <= room:
             return RecallBlock(message, tokens, tuple(sorted(chosen)))
-        chosen.popitem()  # the estimate was short: drop the last taken until it fits
+        freed = 0  # the estimate was short: drop the last taken until it covers the excess
+        while chosen and freed < tokens - room:
+            freed += costs.get(chosen.popitem()[0], 1)
     return None
 
 
