@@ -117,7 +117,7 @@ def test_a_store_without_the_due_check_gets_a_separate_mark() -> None:
     async def main() -> None:
         store = OldStyleStore()
         assert not appends_due(store) and appends_due(MemoryStore())
-        memory = AsyncMemory(store, fold="deferred", policy=POLICY)
+        memory = AsyncMemory(store, fold="deferred", policy=POLICY)  # type: ignore[arg-type]
         for n in range(1, 6):
             await memory.add("s", {"role": "user", "content": f"turn {n}"})
         assert store.marks == 2 and [s for s, _ in await store.list_due()] == ["s"]
@@ -129,7 +129,7 @@ def test_a_store_without_the_due_check_gets_a_separate_mark() -> None:
 def test_a_policy_that_raises_stores_nothing_of_the_add(tmp_path: Path, kind: str) -> None:
     async def main() -> None:
         store = SQLiteStore(tmp_path / "m.db") if kind == "sqlite" else MemoryStore()
-        memory = AsyncMemory(store, fold="deferred", policy=BrokenPolicy(3))  # type: ignore[arg-type]
+        memory = AsyncMemory(store, fold="deferred", policy=BrokenPolicy(3))
         await memory.add("s", {"role": "user", "content": "one", "id": "1"},
                          {"role": "user", "content": "two", "id": "2"})
         with pytest.raises(ZeroDivisionError):
