@@ -73,6 +73,7 @@ from .stores.base import (
     Snapshot,
     Store,
     Summary,
+    appends_due,
 )
 from .summarizers.base import Summarizer, SummaryRequest, SummaryResult
 from .tokens import TokenCounter, count_message, count_tools, get_counter
@@ -244,6 +245,10 @@ class AsyncMemory:
             raise ConfigError(f"masking must be a Masking, True/False or None, got {masking!r}")
         self.masking: Masking | None = Masking() if masking is True else (masking or None)
         self._views = ViewCache(self.counter, self.masking)
+        # deferred folds: the due mark is written in the append's own transaction (one
+        # write, not two) — unless masking needs the view with the new messages first,
+        # or the store's append takes no due check
+        self._due_in_append = self.masking is None and appends_due(self.store)
         self._inflight: set[str] = set()
         if isinstance(fold_lease_seconds, bool) or not fold_lease_seconds >= 0:
             raise ConfigError(f"fold_lease_seconds must be >= 0, got {fold_lease_seconds!r}")
@@ -327,7 +332,10 @@ class AsyncMemory:
         store = self.store if self._setup_done else await self._ready()
         if privacy.vault is not None:
             await privacy.end(sid)  # reversible mode: mapping before the messages using it
-        result = await store.append(sid, items, now)
+        if self.fold_mode == "deferred" and self._due_in_append:
+            result = await store.append(sid, items, now, due=self.due_at)
+        else:
+            result = await store.append(sid, items, now)
         if not result.duplicates:  # agent view: take the new messages in, O(new)
             self._views.extend(sid, [make_stored(q, p.message, p.tokens, False)
                                      for q, p in zip(result.seqs, items, strict=True)])
@@ -335,7 +343,7 @@ class AsyncMemory:
         if self.fold_mode == "inline":
             if self._wants_fold(result.stats, now):
                 outcome = await self.fold(sid)
-        elif self.fold_mode == "deferred":
+        elif self.fold_mode == "deferred" and not self._due_in_append:
             due = self.due_at(result.stats)
             if due is not None:
                 await store.mark_due(sid, due, as_of_seq=result.stats.last_seq)
@@ -413,7 +421,8 @@ class AsyncMemory:
 
     def due_at(self, stats: SessionStats) -> datetime | None:
         """When the policy next wants to fold this session: now if it fires, else its
-        ``due_at(stats)`` (idle timeouts) if it has one, else None."""
+        ``due_at(stats)`` (idle timeouts) if it has one, else None. Pure without masking
+        (the append's :data:`~.stores.base.DueCheck`, run in the store's transaction)."""
         if self._wants_fold(stats):
             return self.clock()
         due_at = getattr(self.policy, "due_at", None)

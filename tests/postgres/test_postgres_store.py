@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime, timezone
+from typing import Any
 
 import pytest
 
+from contextfold import AsyncMemory
 from contextfold.errors import StorageError
 from contextfold.messages import Message
+from contextfold.policy import MessageCount
 from contextfold.stores import open_store
 from contextfold.stores.base import PreparedMessage, Retention, Store
 from contextfold.stores.postgres import PostgresStore
@@ -149,5 +152,33 @@ def test_lock_timeout_turns_a_stuck_lock_into_a_storage_error(pg_url: str) -> No
             assert isinstance(info.value.__cause__, psycopg.Error)
         assert [m.text for m in await store.live("s")] == ["hi"]
         await store.close()
+
+    asyncio.run(main())
+
+
+def test_a_due_deferred_add_is_one_transaction(pg_url: str) -> None:
+    """The due mark is written in the append's transaction, as of its last seq."""
+    class Counting(PostgresStore):
+        transactions = 0
+
+        async def _tx(self, fn: Any, *, single: bool = False) -> Any:
+            self.transactions += 1
+            return await super()._tx(fn, single=single)
+
+    async def main() -> None:
+        store = Counting(pg_url, schema=fresh_schema())
+        memory = AsyncMemory(store, fold="deferred", policy=MessageCount(max_messages=3))
+        await memory.add("s", {"role": "user", "content": "warm up"})
+        try:
+            for n in range(2, 7):
+                before = store.transactions
+                await memory.add("s", {"role": "user", "content": f"turn {n}"})
+                assert store.transactions - before == 1
+            await store.mark_due("s", None, as_of_seq=5)  # older than the last add's mark
+            assert [s for s, _ in await store.list_due()] == ["s"]
+            await store.mark_due("s", None, as_of_seq=6)
+            assert await store.list_due() == []
+        finally:
+            await memory.close()
 
     asyncio.run(main())

@@ -37,7 +37,8 @@ Contract (checked by :mod:`contextfold.testing.conformance` on every store):
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import inspect
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
@@ -50,6 +51,7 @@ from .search import SearchHit
 
 __all__ = [
     "AppendResult",
+    "DueCheck",
     "FoldCommit",
     "Lease",
     "LedgerEntry",
@@ -62,12 +64,21 @@ __all__ = [
     "Store",
     "Summary",
     "SummaryVersion",
+    "appends_due",
     "keeps_summary_text",
     "plan_append",
 ]
 
 Retention = Literal["archive", "delete"]
 Outcome = Literal["committed", "failed", "conflict", "cancelled"]
+
+#: An append's due check: given the session's stats after the append, when the session
+#: next wants a fold (None: leave its due mark as it is). A store evaluates it inside the
+#: append's write transaction (possibly on its database thread), so it must be pure: no
+#: I/O, no awaiting, safe from any thread. What it returns is written as
+#: ``mark_due(session_id, due_at, as_of_seq=stats.last_seq)`` in that same transaction;
+#: if it raises, the append is rolled back and the error propagates.
+DueCheck = Callable[[SessionStats], datetime | None]
 
 
 class PreparedMessage:
@@ -140,6 +151,17 @@ class SummaryVersion:
     live_tokens: int
     text: str | None
     created_at: datetime | None = None
+
+
+def appends_due(store: object) -> bool:
+    """Whether ``store.append`` takes a ``due`` check (a store written before it was
+    added to the protocol does not: the engine then marks due in a second write)."""
+    append = getattr(store, "append", None)
+    try:
+        params = inspect.signature(append).parameters.values() if append else ()
+    except (TypeError, ValueError):  # no signature to read: assume the old one
+        return False
+    return any(p.name == "due" or p.kind is p.VAR_KEYWORD for p in params)
 
 
 def keeps_summary_text(store: object) -> bool:
@@ -306,9 +328,16 @@ class Store(Protocol):
         ...
 
     async def append(
-        self, session_id: str, items: Sequence[PreparedMessage], now: datetime
+        self,
+        session_id: str,
+        items: Sequence[PreparedMessage],
+        now: datetime,
+        *,
+        due: DueCheck | None = None,
     ) -> AppendResult:
-        """Append atomically (see the module contract); ``now`` becomes the last activity."""
+        """Append atomically (see the module contract); ``now`` becomes the last activity.
+        With ``due``, the due mark it asks for is written in the same transaction (see
+        :data:`DueCheck`): one write where ``append`` + ``mark_due`` took two."""
         ...
 
     async def stats(self, session_id: str) -> SessionStats | None:

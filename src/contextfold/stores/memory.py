@@ -34,6 +34,7 @@ from ..messages import StoredMessage, make_stored
 from ..policy import SessionStats
 from .base import (
     AppendResult,
+    DueCheck,
     FoldCommit,
     Lease,
     LedgerEntry,
@@ -112,18 +113,31 @@ class MemoryStore:
         return None
 
     async def append(
-        self, session_id: str, items: Sequence[PreparedMessage], now: datetime
+        self,
+        session_id: str,
+        items: Sequence[PreparedMessage],
+        now: datetime,
+        *,
+        due: DueCheck | None = None,
     ) -> AppendResult:
         with self._lock:  # the hot path: one coroutine, not _atomic's two
-            return self._append(session_id, items, now)
+            return self._append(session_id, items, now, due)
 
     def _append(
-        self, session_id: str, items: Sequence[PreparedMessage], now: datetime
+        self,
+        session_id: str,
+        items: Sequence[PreparedMessage],
+        now: datetime,
+        due: DueCheck | None = None,
     ) -> AppendResult:
         sess = self._sessions.get(session_id)
         stats = sess.stats if sess else SessionStats(session_id=session_id)
         plan = plan_append(stats, items, sess.ids if sess else {}, now)
+        last = plan.result.stats.last_seq
+        due_at = due(plan.result.stats) if due is not None else None  # before any change
         if not plan.fresh:
+            if sess is not None and due_at is not None:
+                self._mark(sess, due_at, last)
             return plan.result
         if sess is None:
             sess = self._sessions[session_id] = _Session(stats=stats, key=self._next_key)
@@ -135,6 +149,8 @@ class MemoryStore:
             if item.message.id is not None:
                 sess.ids[item.message.id] = seq
         sess.stats = plan.result.stats
+        if due_at is not None:
+            self._mark(sess, due_at, last)
         return plan.result
 
     def _catch_up(self, sess: _Session, hi: int) -> None:

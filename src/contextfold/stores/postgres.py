@@ -34,6 +34,7 @@ from ..policy import SessionStats
 from . import postgres_leases as lease_sql
 from .base import (
     AppendResult,
+    DueCheck,
     FoldCommit,
     Lease,
     LedgerEntry,
@@ -241,11 +242,16 @@ class PostgresStore:
     # -- writes ----------------------------------------------------------------------------
 
     async def append(
-        self, session_id: str, items: Sequence[PreparedMessage], now: datetime
+        self,
+        session_id: str,
+        items: Sequence[PreparedMessage],
+        now: datetime,
+        *,
+        due: DueCheck | None = None,
     ) -> AppendResult:
         async def do(conn: Conn) -> AppendResult:
             return await append_messages(
-                conn, self._decoder, self.search_config, session_id, items, now
+                conn, self._decoder, self.search_config, session_id, items, now, due
             )
 
         try:

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from .base import AppendResult, PreparedMessage, plan_append
+from .base import AppendResult, DueCheck, PreparedMessage, plan_append
+from .postgres_leases import mark_due
 from .postgres_schema import SESSION_COLS
 from .rows import MessageDecoder, session_stats
 from .search import index_text
@@ -40,10 +41,12 @@ async def append_messages(
     session_id: str,
     items: Sequence[PreparedMessage],
     now: datetime,
+    due: DueCheck | None = None,
 ) -> AppendResult:
     """Append ``items`` to ``session_id`` in the caller's transaction (messages whose
-    client id is stored already are not written again). Raises :class:`NothingToWrite`
-    when nothing was new and the session did not exist: the caller rolls back."""
+    client id is stored already are not written again), with the due mark ``due`` asks
+    for (see :data:`~.base.DueCheck`). Raises :class:`NothingToWrite` when nothing was
+    new and the session did not exist: the caller rolls back."""
     row = await lock_session(conn, session_id, SESSION_COLS)
     if row is None:  # a first append; a concurrent one may be creating it too
         await conn.execute(
@@ -66,6 +69,7 @@ async def append_messages(
     if not plan.fresh:
         if stats.last_seq == 0:  # nothing stored: do not leave an empty session
             raise NothingToWrite(plan.result)
+        await _mark(conn, session_id, plan.result, due)
         return plan.result
     fresh, new = plan.fresh, plan.result.stats
     async with conn.cursor() as cur:
@@ -95,4 +99,14 @@ async def append_messages(
         "WHERE session_id = %s",
         (new.last_seq, len(fresh), added, json.dumps(new.pending_calls), now, session_id),
     )
+    await _mark(conn, session_id, plan.result, due)
     return plan.result
+
+
+async def _mark(conn: Any, session_id: str, result: AppendResult, due: DueCheck | None) -> None:
+    """Write the due mark ``due`` asks for after ``result`` (as of its last seq)."""
+    if due is None:
+        return
+    due_at = due(result.stats)
+    if due_at is not None:
+        await mark_due(conn, session_id, due_at, result.stats.last_seq)

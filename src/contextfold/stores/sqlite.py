@@ -35,6 +35,7 @@ from ..policy import SessionStats
 from . import sqlite_schema as schema
 from .base import (
     AppendResult,
+    DueCheck,
     FoldCommit,
     Lease,
     LedgerEntry,
@@ -202,10 +203,15 @@ class SQLiteStore:
     # -- writes ----------------------------------------------------------------------------
 
     async def append(
-        self, session_id: str, items: Sequence[PreparedMessage], now: datetime
+        self,
+        session_id: str,
+        items: Sequence[PreparedMessage],
+        now: datetime,
+        *,
+        due: DueCheck | None = None,
     ) -> AppendResult:
         return await self._write(
-            lambda conn: append_messages(conn, self._decoder, session_id, items, now)
+            lambda conn: append_messages(conn, self._decoder, session_id, items, now, due)
         )
 
     async def commit_fold(self, commit: FoldCommit, entry: LedgerEntry) -> Summary:

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from ..policy import SessionStats
-from .base import AppendResult, PreparedMessage, plan_append
+from .base import AppendResult, DueCheck, PreparedMessage, plan_append
 from .rows import MessageDecoder, encode_time
-from .sqlite_schema import SESSION_COLS, session_stats
+from .sqlite_schema import SESSION_COLS, mark_due, session_stats
 
 __all__ = ["append_messages"]
 
@@ -24,9 +24,11 @@ def append_messages(
     session_id: str,
     items: Sequence[PreparedMessage],
     now: datetime,
+    due: DueCheck | None = None,
 ) -> AppendResult:
     """Append ``items`` to ``session_id`` in the caller's write transaction (messages
-    whose client id is stored already are not written again)."""
+    whose client id is stored already are not written again), with the due mark ``due``
+    asks for (see :data:`~.base.DueCheck`)."""
     row = conn.execute(
         f"SELECT {SESSION_COLS} FROM sessions WHERE session_id = ?", (session_id,)
     ).fetchone()
@@ -44,6 +46,8 @@ def append_messages(
         )
     plan = plan_append(stats, items, known, now)
     if not plan.fresh:
+        if row is not None:
+            _mark(conn, session_id, plan.result, due)
         return plan.result
     fresh, new = plan.fresh, plan.result.stats
     stamp = encode_time(now)
@@ -97,4 +101,16 @@ def append_messages(
                 session_id,
             ),
         )
+    _mark(conn, session_id, plan.result, due)
     return plan.result
+
+
+def _mark(
+    conn: sqlite3.Connection, session_id: str, result: AppendResult, due: DueCheck | None
+) -> None:
+    """Write the due mark ``due`` asks for after ``result`` (as of its last seq)."""
+    if due is None:
+        return
+    due_at = due(result.stats)
+    if due_at is not None:
+        mark_due(conn, session_id, due_at, result.stats.last_seq)

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from ..errors import ConflictError, ValidationError
 from ..messages import MediaPart, Message, TextPart, ToolCall
 from ..stores.base import FoldCommit, LedgerEntry, PreparedMessage, Retention, Store
+from .due_marks import DueMarkConformance
 from .leases import LeaseConformance
 from .search import SearchConformance
 from .summary_history import SummaryHistoryConformance
@@ -58,7 +59,11 @@ async def check_invariant(store: Store, session_id: str) -> None:
 
 
 class StoreConformance(
-    LeaseConformance, VaultConformance, SummaryHistoryConformance, SearchConformance
+    LeaseConformance,
+    DueMarkConformance,
+    VaultConformance,
+    SummaryHistoryConformance,
+    SearchConformance,
 ):
     """The contract of :class:`~contextfold.stores.base.Store`, as tests."""
 
