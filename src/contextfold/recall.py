@@ -135,7 +135,7 @@ class Recall:
     gate: Gate = "past"
     max_message_tokens: int = 400
     speakers: bool = True
-    framed: int = 5
+    framed: int = 3
     frame_after: int = 2
 
     def __post_init__(self) -> None:
