@@ -120,11 +120,10 @@ class Recall:
     head and tail, to this size. ``speakers``: a query word that is the name of a speaker
     of the live messages (``Message.name``, e.g. "Nate" in "What does Nate's turtle
     eat?") also matches the messages that speaker said — stores index what was said, not
-    who said it. ``framed``: the best this many hits are shown with the turn before and
-    the turn after them before any lesser hit is added (an answer often sits one turn
-    away from the words that found it). ``frame_after``: how many turns after such a hit
-    its frame takes (what the words that found a turn bring up is often told in the turns
-    that follow it).
+    who said it. ``framed``: the best this many hits are shown with the turn before them
+    and ``frame_after`` turns after them before any lesser hit is added (an answer often
+    sits a turn or two away from the words that found it: what a turn brings up is often
+    told in the turns that follow it).
     """
 
     share: float = 0.5
