@@ -10,8 +10,8 @@ Four rows per budget:
 
 - **plain**: today's context (summary + newest turns), the same for every question;
 - **recall**: ``Memory(recall=Recall(...))`` + ``context(query=question)``; the options
-  (share, neighbours, fewest matched terms, hits framed by their neighbours) chosen by
-  leave-one-conversation-out
+  (share, neighbours, fewest matched terms, hits framed by their neighbours, the turns
+  after such a hit that its frame takes) chosen by leave-one-conversation-out
   cross-validation over :data:`GRID`: each conversation is scored with the options chosen
   on the other four (*held-out*, the honest figure); *in-sample* is the choice on all
   five (what ships as the default);
@@ -77,9 +77,11 @@ GRID: dict[str, tuple[Any, ...]] = {
     "neighbours": (2, 4),
     "min_matched": (2,),  # 1 finds a little more but is 7x slower on 100,000 messages
     "framed": (0, 3, 5),
+    "frame_after": (1, 2),  # (no effect with framed = 0: that pair is run once)
 }
 QUICK_GRID: dict[str, tuple[Any, ...]] = {
     "share": (0.5,), "neighbours": (4,), "min_matched": (2,), "framed": (0, 5),
+    "frame_after": (2,),
 }
 
 
@@ -99,7 +101,8 @@ class Task:
     conv: int
     budget: int
     share: float
-    configs: tuple[tuple[Any, ...], ...]  # (neighbours, min_matched, framed, speakers)
+    #: (neighbours, min_matched, framed, frame_after, speakers)
+    configs: tuple[tuple[Any, ...], ...]
     stub: bool = False
 
 
@@ -147,22 +150,24 @@ async def _run(task: Task) -> dict[str, list[int]]:
             text = normalize(context_text(ctx.messages))
             out["plain"] = [int(_kept(conv.answers[i], text)) for i in keep]
             return out
-        for neighbours, matched, framed, speakers in task.configs:
+        for neighbours, matched, framed, after, speakers in task.configs:
             memory.recall = Recall(share=task.share, neighbours=neighbours,
-                                   min_matched=matched, framed=framed, speakers=speakers)
+                                   min_matched=matched, framed=framed, frame_after=after,
+                                   speakers=speakers)
             flags = []
             for i in keep:
                 ctx = await memory.context(conv.sample_id, query=conv.questions[i])
                 if ctx.tokens > task.budget:
                     raise AssertionError(f"{ctx.tokens} tokens over the budget {task.budget}")
                 flags.append(int(_kept(conv.answers[i], normalize(context_text(ctx.messages)))))
-            out[_key(task.share, neighbours, matched, framed, speakers)] = flags
+            out[_key(task.share, neighbours, matched, framed, after, speakers)] = flags
     return out
 
 
-def _key(share: float, neighbours: int, matched: int, framed: int,
+def _key(share: float, neighbours: int, matched: int, framed: int, after: int,
          speakers: bool = True) -> str:
-    return repr((share, neighbours, matched, framed)) + ("" if speakers else " no speakers")
+    return repr((share, neighbours, matched, framed, after)) + (
+        "" if speakers else " no speakers")
 
 
 def _pct(k: int, n: int) -> str:
@@ -190,10 +195,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     n = len(convs)
     counter = get_counter(args.tokenizer)
     default = Recall()
-    query_configs = tuple((nb, mm, fr, True) for nb, mm, fr in itertools.product(
-        grid["neighbours"], grid["min_matched"], grid["framed"]))
-    default_configs = ((default.neighbours, default.min_matched, default.framed, True),
-                       (default.neighbours, default.min_matched, default.framed, False))
+    query_configs = tuple(
+        (nb, mm, fr, af, True) for nb, mm, fr, af in itertools.product(
+            grid["neighbours"], grid["min_matched"], grid["framed"], grid["frame_after"])
+        if fr or af == min(grid["frame_after"]))
+    shipped = (default.neighbours, default.min_matched, default.framed, default.frame_after)
+    default_configs = ((*shipped, True), (*shipped, False))
     tasks: list[Task] = []
     for c in range(n):
         for b in budgets:
@@ -213,8 +220,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"{' stub' if task.stub else ''}: {len(res)} config(s)", flush=True)
     elapsed = time.perf_counter() - t0
 
-    configs = [_key(s, nb, mm, fr) for s in grid["share"] for nb, mm, fr, _ in query_configs]
-    default_key = _key(default.share, default.neighbours, default.min_matched, default.framed)
+    configs = [_key(s, *cfg[:4]) for s in grid["share"] for cfg in query_configs]
+    default_key = _key(default.share, *shipped)
 
     def flags(c: int, b: int, config: str) -> list[int]:
         share = float(config.strip("()").split(",")[0])
@@ -257,8 +264,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "recall, shipped defaults": lambda c, b: results[(c, b, default.share, False)][
             default_key],
         "recall, defaults without speaker names": lambda c, b: results[
-            (c, b, default.share, False)][_key(default.share, default.neighbours,
-                                                default.min_matched, default.framed, False)],
+            (c, b, default.share, False)][_key(default.share, *shipped, False)],
         "recall-only (no summary)": lambda c, b: results[(c, b, default.share, True)][
             default_key],
     }
@@ -323,7 +329,7 @@ def main(argv: Sequence[str] | None = None) -> int:
           for name, sel in rows.items()),
         "",
         *sub_lines,
-        "Options chosen (share, neighbours, min_matched, framed): in-sample "
+        "Options chosen (share, neighbours, min_matched, framed, frame_after): in-sample "
         f"`{chosen['all']}`; per held-out conversation: "
         + ", ".join(f"{convs[c].sample_id} `{chosen[convs[c].sample_id]}`" for c in range(n))
         + f". Shipped defaults: `{asdict(default)}`.",

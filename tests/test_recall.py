@@ -84,7 +84,7 @@ def recount(ctx: Context, reserved: int = 0) -> int:
 def test_options_are_checked() -> None:
     for bad in ({"share": 0}, {"share": 1.5}, {"min_coverage": 2}, {"limit": 0},
                 {"neighbours": -1}, {"gate": "sometimes"}, {"share": True},
-                {"speakers": 1}, {"framed": -1}):
+                {"speakers": 1}, {"framed": -1}, {"frame_after": 0}):
         with pytest.raises(ConfigError):
             Recall(**bad)  # type: ignore[arg-type]
     with pytest.raises(ConfigError):
@@ -248,9 +248,10 @@ def test_a_named_speaker_matches_what_that_speaker_said(store_url: str, sid: str
 
 
 def test_the_best_hits_come_framed_by_the_turns_around_them() -> None:
-    """``framed``: the best hits are shown with the turn before and after them (where an
-    answer often is) before lesser hits; without it, only the hits (``neighbours=0``)."""
-    from contextfold.recall import build_block, plan_spans
+    """``framed``: the best hits are shown with the turn before and ``frame_after`` turns
+    after them (where an answer often is) before lesser hits; without it, only the hits
+    (``neighbours=0``)."""
+    from contextfold.recall import build_block, plan_spans, wanted_seqs
     from contextfold.stores.search import SearchHit
 
     names = ["Jon", "Gina"]
@@ -262,11 +263,16 @@ def test_the_best_hits_come_framed_by_the_turns_around_them() -> None:
     }
     hits = [SearchHit(seq, 10.0 - seq, "assistant", START, "", True, 2) for seq in (5, 15)]
     counter = get_counter(None)
-    for framed, shown in ((0, (5, 15)), (1, (4, 5, 6, 15)), (2, (4, 5, 6, 14, 15, 16))):
-        options = Recall(neighbours=0, framed=framed)
+    for framed, after, shown in ((0, 1, (5, 15)), (0, 2, (5, 15)), (1, 1, (4, 5, 6, 15)),
+                                 (2, 1, (4, 5, 6, 14, 15, 16)), (1, 2, (4, 5, 6, 7, 15)),
+                                 (2, 2, (4, 5, 6, 7, 14, 15, 16, 17))):
+        options = Recall(neighbours=0, framed=framed, frame_after=after)
         block = build_block(plan_spans(hits, messages, options), messages, counter, 1000,
                             options)
-        assert block is not None and block.seqs == shown, framed
+        assert block is not None and block.seqs == shown, (framed, after)
+    # the frame is fetched with the hits
+    assert wanted_seqs(hits, Recall(neighbours=1, framed=1, frame_after=2), None) == [
+        3, 4, 5, 6, 7, 8, 14, 15, 16]
     # room for the best hit only: it comes, without its frame
     options = Recall(neighbours=0, framed=2)
     bare = Recall(neighbours=0, framed=0)

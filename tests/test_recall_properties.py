@@ -75,12 +75,15 @@ def check(ctx: Context, plain: Context, budget: int, through: int) -> None:
 
 @settings(max_examples=15, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(transcript=transcripts(max_turns=24), steps=ops)
+@given(transcript=transcripts(max_turns=24), steps=ops,
+       frame=st.tuples(st.integers(0, 5), st.integers(1, 3)))
 def test_contexts_with_recall_stay_in_budget_and_whole(
-        store_url: str, transcript: list[Message], steps: list[tuple[str, Any, int]]) -> None:
+        store_url: str, transcript: list[Message], steps: list[tuple[str, Any, int]],
+        frame: tuple[int, int]) -> None:
     sid = f"p-{uuid.uuid4().hex[:12]}"
     store: Store = open_store(store_url)  # one store object shared by both memories
-    recall = Recall(gate="always", min_coverage=0.0, min_matched=1)
+    recall = Recall(gate="always", min_coverage=0.0, min_matched=1, framed=frame[0],
+                    frame_after=frame[1])
     with Memory(store, policy=TokenBudget(400, keep_last=1), recall=recall,
                 fold="manual") as mem, Memory(store, recall=None, fold="manual") as bare:
         chunks = [transcript[i * len(transcript) // len(steps):

@@ -120,9 +120,10 @@ class Recall:
     head and tail, to this size. ``speakers``: a query word that is the name of a speaker
     of the live messages (``Message.name``, e.g. "Nate" in "What does Nate's turtle
     eat?") also matches the messages that speaker said — stores index what was said, not
-    who said it. ``framed``: the best this many hits are shown with the turn before and
-    the turn after them before any lesser hit is added (an answer often sits one turn
-    away from the words that found it).
+    who said it. ``framed``: the best this many hits are shown with the turn before them
+    and ``frame_after`` turns after them before any lesser hit is added (an answer often
+    sits a turn or two away from the words that found it: what a turn brings up is often
+    told in the turns that follow it).
     """
 
     share: float = 0.5
@@ -133,7 +134,8 @@ class Recall:
     gate: Gate = "past"
     max_message_tokens: int = 400
     speakers: bool = True
-    framed: int = 5
+    framed: int = 3
+    frame_after: int = 2
 
     def __post_init__(self) -> None:
         share = self.share
@@ -143,7 +145,7 @@ class Recall:
         if isinstance(cov, bool) or not isinstance(cov, (int, float)) or not 0 <= cov <= 1:
             raise ConfigError(f"Recall.min_coverage must be between 0 and 1, got {cov!r}")
         for name, low in (("min_matched", 1), ("limit", 1), ("neighbours", 0),
-                          ("max_message_tokens", 16), ("framed", 0)):
+                          ("max_message_tokens", 16), ("framed", 0), ("frame_after", 1)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ConfigError(f"Recall.{name} must be an int >= {low}, got {value!r}")
@@ -287,11 +289,14 @@ def speaker_bonus(messages: Iterable[StoredMessage], named: set[str]) -> dict[in
 
 def wanted_seqs(hits: Sequence[SearchHitLike], options: Recall,
                 live_from: int | None) -> list[int]:
-    """The seqs to fetch: every hit and its neighbours up to ``options.neighbours``."""
+    """The seqs to fetch: every hit and its neighbours up to ``options.neighbours``; for
+    the best ``options.framed`` hits (``hits`` come best first) their frame beyond that."""
     seqs: set[int] = set()
-    for h in hits:
-        lo = max(1, h.seq - max(1, options.neighbours))
-        hi = h.seq + max(1, options.neighbours)
+    for rank, h in enumerate(hits):
+        near = max(1, options.neighbours)
+        framed = rank < options.framed
+        lo = max(1, h.seq - near - framed)
+        hi = h.seq + near + framed * options.frame_after
         if live_from is not None:
             hi = min(hi, live_from - 1)
         seqs.update(range(lo, hi + 1))

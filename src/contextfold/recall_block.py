@@ -147,10 +147,10 @@ def build_block(spans: Sequence[tuple[int, Sequence[int]]],
                 counter: TokenCounter, room: int, options: Recall,
                 summary_text: str | None = None) -> RecallBlock | None:
     """The best spans that fit ``room`` tokens (greedy, best first; a span that does not
-    fit is skipped for a smaller one; the best ``options.framed`` with a turn on each
-    side), merged where they overlap; then, while room is left, the turns around the
-    hits shown, nearest first, best hit first, up to ``options.neighbours`` away. None
-    when nothing fits.
+    fit is skipped for a smaller one; the best ``options.framed`` with the turn before and
+    ``options.frame_after`` turns after), merged where they overlap; then, while room is
+    left, the turns around the hits shown, nearest first, best hit first, up to
+    ``options.neighbours`` away. None when nothing fits.
     A message the summary already quotes whole is left out (it adds nothing), and with a
     hit so quoted its whole span (the turns around it were there for it)."""
     quoted = _one_line(summary_text) if summary_text else ""
@@ -196,9 +196,10 @@ def build_block(spans: Sequence[tuple[int, Sequence[int]]],
     for rank, (hit, span) in enumerate(hits):
         if not take(span):  # too big with the hits around it: the hit's own turn, at least
             take(_own_turn(hit, span, messages))
-        elif rank < options.framed:  # the best hits with a turn on each side
+        elif rank < options.framed:  # the best hits with the turns around them
             take([span[0] - 1])
-            take([span[-1] + 1])
+            for after in range(1, options.frame_after + 1):
+                take([span[-1] + after])
     # room left: the turns around the best hits, nearest first, up to ``neighbours`` away
     for d in range(1, options.neighbours + 1):
         for hit, _ in hits:
