@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from retention_data import ROOT, Conversation, default_data, load
 
-from contextfold.context import Context
+from contextfold.context import SUMMARY_HEADER, Context, summary_blocks
 from contextfold.engine import AsyncMemory
 from contextfold.messages import Message
 from contextfold.policy import TokenBudget
@@ -49,6 +49,10 @@ from contextfold.tokens import TokenCounter, count_message, get_counter
 
 RESULTS = ROOT / "benchmarks" / "results" / "recall_bill.md"
 READ, WRITE, FRESH = 0.1, 1.25, 1.0
+#: Block boundaries a breakpoint looks back over for an earlier entry (Anthropic: about 20).
+LOOKBACK = 20
+#: Requests an entry outlives its last use by (a stand-in for the 5-minute TTL).
+LIVE_REQUESTS = 8
 
 
 @dataclass
@@ -106,65 +110,105 @@ def breakpoint_at(ctx: Context) -> int:
     return len(ctx.messages)
 
 
-def _key(m: Message) -> tuple[str, str, tuple[str, ...]]:
-    return m.role, m.text, tuple(c.id for c in m.tool_calls)
+#: A content block of the prompt: (role, text, tool-call ids, part of the summary block).
+Block = tuple[str, str, tuple[str, ...], bool]
 
 
 class Biller:
-    """Anthropic-style prompt caching over a sequence of requests of one conversation:
-    one breakpoint at the end of the byte-stable prefix; the longest prefix an earlier
-    request wrote (of the recent ones: a cache entry lives 5 minutes) is read, the rest
-    of the prefix written, the part after the breakpoint fresh."""
+    """Anthropic-style prompt caching over a sequence of requests of one conversation.
+
+    The request is a list of content blocks: one per message, except the summary block,
+    sent as its cache-stable parts (:func:`~contextfold.context.summary_blocks`: the label
+    with the first segment, then each segment an extension appended). Breakpoints
+    (``cache_control``): after the last summary part, and at the end of the byte-stable
+    prefix. A breakpoint writes a cache entry for the blocks up to it; a request reads the
+    longest run of leading blocks that an entry holds, looking back from each breakpoint
+    over at most :data:`LOOKBACK` block boundaries. Entries live while used: those written
+    or read by the last :data:`LIVE_REQUESTS` requests (a 5-minute TTL refreshed on use).
+    The rest of the prefix is written; what follows the last breakpoint is fresh."""
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
-        self.cached: list[tuple[Message, ...]] = []  # prefixes written so far
-        self.seen: set[tuple[str, str, tuple[str, ...]]] = set()  # text ever cached
+        self.entries: dict[tuple[Block, ...], int] = {}  # prefix -> request last used
+        self.seen: set[Block] = set()  # text ever cached (summary parts aside)
         self.bill = Bill()
-        self._tokens: dict[int, tuple[Message, int]] = {}
+        self._tokens: dict[int, tuple[Message, list[int]]] = {}
         self._summary_version = 0
+        self._last: tuple[Block, ...] = ()
 
-    def tokens(self, m: Message) -> int:
+    def parts(self, m: Message, summary: bool) -> tuple[list[Block], list[int]]:
+        """The blocks ``m`` is sent as, and their tokens (the message's count, split)."""
+        texts = summary_blocks(m.text) if summary else [m.text]
         hit = self._tokens.get(id(m))
         if hit is None or hit[0] is not m:
-            hit = self._tokens[id(m)] = (m, count_message(self.counter, m))
-        return hit[1]
+            total = count_message(self.counter, m)
+            rest = [self.counter.count(t) for t in texts[1:]]
+            hit = self._tokens[id(m)] = (m, [total - sum(rest), *rest])
+        ids = tuple(c.id for c in m.tool_calls)
+        return [(m.role, t, ids, summary) for t in texts], hit[1]
 
     def request(self, ctx: Context) -> None:
         k = breakpoint_at(ctx)
-        prefix = tuple(ctx.messages[:k])
+        blocks: list[Block] = []
+        tokens: list[int] = []
+        marks: list[int] = []  # block counts at the breakpoints
+        for i, m in enumerate(ctx.messages[:k]):
+            summary = ctx.summary_included and i == self._summary_index(ctx)
+            more, sizes = self.parts(m, summary)
+            blocks += more
+            tokens += sizes
+            if summary:
+                marks.append(len(blocks))
+        marks.append(len(blocks))
+        prefix = tuple(blocks)
+        n_req = self.bill.turns
         best = 0
-        for old in self.cached[-8:]:
-            n = 0
-            while n < len(old) and n < len(prefix) and old[n] == prefix[n]:
-                n += 1
-            if n == len(old):
-                best = max(best, n)  # a hit needs the whole written prefix
+        for mark in marks:
+            for end in range(mark, max(0, mark - LOOKBACK) - 1, -1):
+                if end <= best:
+                    break
+                used = self.entries.get(prefix[:end])
+                if used is not None and n_req - used <= LIVE_REQUESTS:
+                    best = end
+                    break
         b = self.bill
         b.turns += 1
-        b.read += sum(self.tokens(m) for m in prefix[:best])
-        for i, m in enumerate(prefix[best:], best):
-            key = _key(m)
-            if i == 0 and ctx.summary_included:
-                b.summary += self.tokens(m)
-            elif key in self.seen:
-                b.rewrite += self.tokens(m)
+        b.read += sum(tokens[:best])
+        for block, size in zip(blocks[best:], tokens[best:], strict=True):
+            if block[3]:
+                b.summary += size
+            elif block in self.seen:
+                b.rewrite += size
             else:
-                b.grow += self.tokens(m)
-            self.seen.add(key)
-        b.fresh += sum(self.tokens(m) for m in ctx.messages[k:])
-        last = self.cached[-1] if self.cached else ()
-        if best < len(last):
-            b.prefix_changes += 1  # the newest cached prefix no longer matches
+                b.grow += size
+            if not block[3]:
+                self.seen.add(block)
+        if best:
+            self.entries[prefix[:best]] = n_req  # read: its life starts again
+        for mark in marks:
+            if mark > best:
+                self.entries[prefix[:mark]] = n_req
+        b.fresh += sum(self.parts(m, False)[1][0] for m in ctx.messages[k:])
+        if prefix[:best] != self._last and self._last:
+            b.prefix_changes += 1  # the newest cached prefix no longer matches whole
+        self._last = prefix
         version = ctx.summary.version if ctx.summary is not None else 0
         if version != self._summary_version:
             b.folds += 1
             self._summary_version = version
         if ctx.recalled:
             b.recalled_turns += 1
-            b.recalled_tokens += self.tokens(ctx.messages[k])
-        if best < len(prefix):
-            self.cached.append(prefix)
+            b.recalled_tokens += self.parts(ctx.messages[k], False)[1][0]
+        if len(self.entries) > 4 * LIVE_REQUESTS:
+            self.entries = {p: u for p, u in self.entries.items()
+                            if n_req - u <= LIVE_REQUESTS}
+
+    @staticmethod
+    def _summary_index(ctx: Context) -> int:
+        for i, m in enumerate(ctx.messages):
+            if m.role == "system" and m.text.startswith(SUMMARY_HEADER):
+                return i
+        return -1
 
 
 async def replay(conv: Conversation, budget: int, recall: Recall | None,
