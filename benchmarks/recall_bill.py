@@ -4,18 +4,27 @@ Each LoCoMo dev conversation is replayed through the real engine (``AsyncMemory`
 in-memory store, inline folds, the offline summarizer, ``TokenBudget(B)``); after every
 user message the context is built as an app would send it (with recall on, the newest user
 message is the implicit query, behind the gate) and billed the way Anthropic bills a
-request with prompt caching: one cache breakpoint at the end of the byte-stable prefix
-(everything before the recalled block, or before the newest user message when there is
-none); the longest prefix written by an earlier request is read from the cache (0.1× the
-input price), the rest of the prefix is written to it (1.25×), and what follows the
-breakpoint — the block and the newest user message — is fresh input (1×).
+request with prompt caching (:class:`Biller`). The request is a list of content blocks:
+one per message, except that the summary block is sent as its cache-stable parts
+(``contextfold.context.summary_blocks``: the label with the summary as last written whole,
+then each part a fold appended since). Two cache breakpoints: after the last summary part,
+and at the end of the byte-stable prefix (everything before the recalled block, or before
+the newest user message when there is none). The longest run of leading blocks that an
+earlier request's breakpoint wrote is read from the cache (0.1× the input price; a
+breakpoint looks back over at most 20 block boundaries; an entry lives while requests keep
+using it, :data:`LIVE_REQUESTS`), the rest of the prefix is written to it (1.25×), and
+what follows the last breakpoint — the block and the newest user message — is fresh input
+(1×). A provider that caches the longest prefix it has seen (OpenAI) reads at least as
+much without breakpoints (it caches in 128-token steps, which this ignores). Before the
+summary could be extended the summary block was one part, and a fold rewrote all of it.
 
 Writes are told apart by cause (see :class:`Bill`): *first writes* put conversation text
 in the cache once — the previous turn's user message and reply, which any cached
-conversation pays; the *cache rewrite* is what a changed prefix costs — the new summary
-after a fold, and the turns after it, cached before and written again (likewise turns
-after a trimmed view's new start). The rewrite share is the part of the bill those take
-(the target: at most 10%); it is also given as a share of the input tokens. The ratio
+conversation pays; the *cache rewrite* is what a changed prefix costs — the summary a
+fold wrote (all of it when written whole, the appended part when extended), and the turns
+after it, cached before and written again (likewise turns after a trimmed view's new
+start). Its share is given of the bill and of the input tokens (the target, at most 10%
+with recall on, is read against the input tokens). The ratio
 column is the bill with recall over the bill without, measured in the same run.
 ``--target`` / ``--summary`` set ``TokenBudget``'s target and summary cap as shares of the
 budget, to see how the rewrite share follows the gap between fold trigger and target.
@@ -45,6 +54,7 @@ from contextfold.engine import AsyncMemory
 from contextfold.messages import Message
 from contextfold.policy import TokenBudget
 from contextfold.recall import RECALL_METADATA, Recall
+from contextfold.summarizers.extractive import ExtractiveSummarizer
 from contextfold.tokens import TokenCounter, count_message, get_counter
 
 RESULTS = ROOT / "benchmarks" / "results" / "recall_bill.md"
@@ -213,11 +223,12 @@ class Biller:
 
 async def replay(conv: Conversation, budget: int, recall: Recall | None,
                  counter: TokenCounter, target: float | None = None,
-                 summary: float | None = None) -> Bill:
+                 summary: float | None = None, extend: bool = False) -> Bill:
     biller = Biller(counter)
     policy = TokenBudget(budget, target=None if target is None else int(budget * target),
                          summary_max_tokens=None if summary is None else int(budget * summary))
     async with AsyncMemory("memory://", policy=policy, tokenizer=counter,
+                           summarizer=ExtractiveSummarizer(extend=extend),
                            raise_errors=True, recall=recall) as memory:
         for message in conv.messages:
             await memory.add(conv.sample_id, message)
@@ -246,20 +257,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     convs = load(args.data)[: 2 if args.quick else None]
     counter = get_counter(args.tokenizer)
-    variants: dict[str, Recall | None] = {
-        "without recall": None,
-        "recall (defaults, gate on)": Recall(),
-        "recall, gate off (every turn searched)": Recall(gate="always"),
-    }
+    variants: dict[str, tuple[Recall | None, bool]] = {}
+    for extend, mode in ((False, "summary rewritten at every fold"),
+                         (True, "summary extended (`extend=True`)")):
+        variants[f"{mode}: without recall"] = (None, extend)
+        variants[f"{mode}: recall (defaults, gate on)"] = (Recall(), extend)
+        variants[f"{mode}: recall, gate off (every turn searched)"] = (
+            Recall(gate="always"), extend)
     bills: dict[str, Bill] = {}
-    for name, recall in variants.items():
+    for name, (recall, extend) in variants.items():
         total = Bill()
         for conv in convs:
             total.add(asyncio.run(replay(conv, args.budget, recall, counter, args.target,
-                                           args.summary)))
+                                           args.summary, extend)))
         bills[name] = total
         print(f"  {name}: {total.per_1000():,.0f} per 1,000 turns", flush=True)
-    base = bills["without recall"].per_1000()
+    bases = {name: bills[name.split(":")[0] + ": without recall"].per_1000()
+             for name in bills}
     policy = f"{args.budget:,}"
     if args.target is not None:
         policy += f", target={int(args.budget * args.target):,}"
@@ -285,7 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ]
     for name, b in bills.items():
         lines.append(
-            f"| {name} | {b.per_1000():,.0f} | {b.per_1000() / base:.2f}× | "
+            f"| {name} | {b.per_1000():,.0f} | {b.per_1000() / bases[name]:.2f}× | "
             f"{b.share(b.read, READ):.0%} | {b.share(b.grow):.0%} | "
             f"**{b.share(b.summary + b.rewrite):.1%}** ({b.share(b.summary):.0%} + "
             f"{b.share(b.rewrite):.0%}) | {b.share(b.fresh, FRESH):.0%} | "

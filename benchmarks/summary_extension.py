@@ -6,17 +6,19 @@ while it has room; a summary written whole (the first fold, a compaction) fills
 share of the cap (``contextfold.summarizers.extension``). Lower fills and smaller shares
 mean fewer compactions (less of the prompt cache rewritten) and less room for facts.
 
-For every grid point and budget, each LoCoMo dev conversation is replayed twice: once as
-``retention.py`` does (answers present in the final context) and once as
-``recall_bill.py`` does, with recall on (defaults), billing every user turn
-(``recall_bill.Biller``). The choice is cross-validated: each conversation is scored with
-the grid point chosen on the other four — the one with the most answers kept (pooled over
-the budgets), among those whose rewritten share of input tokens stays within
-``--max-rewrite`` at every budget (else the lowest rewrite). ``extend=False`` (every fold
-rewrites the summary) is in the same run as the baseline. Usage::
+For every grid point and budget, each LoCoMo dev conversation is replayed three times: as
+``retention.py`` does (answers present in the final context), and twice as
+``recall_bill.py`` does, billing every user turn (``recall_bill.Biller``), with recall on
+(defaults) and without — the latter also checks, every few user turns, which answers the
+plain context holds (a steadier measure than one final snapshot). The choice is
+cross-validated: each conversation is scored with the grid point chosen on the other four
+— the most answers kept through the conversation (pooled over the budgets), among those
+whose rewritten share of input tokens with recall stays within ``--max-rewrite`` at every
+budget. ``extend=False`` (every fold rewrites the summary) is the baseline, in the same
+run. Usage::
 
     python benchmarks/summary_extension.py [--data PATH] [--budgets 2000,4000,8000]
-        [--compact 0.5,0.6,0.7,0.8,0.9] [--shares 1,2,4] [--max-rewrite 0.06] [--jobs 2]
+        [--compact 0.7,0.8,0.9,0.95] [--shares 1,2] [--max-rewrite 0.10] [--jobs 2]
         [--no-write]
 
 Prints the tables and writes ``benchmarks/results/summary_extension.md``.
@@ -36,7 +38,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from recall_bill import Bill, Biller
-from retention_data import ROOT, Conversation, default_data, load, replay, retention
+from retention_data import (
+    ROOT,
+    Conversation,
+    context_text,
+    default_data,
+    load,
+    normalize,
+    replay,
+    retention,
+)
 
 from contextfold.engine import AsyncMemory
 from contextfold.policy import TokenBudget
@@ -45,6 +56,8 @@ from contextfold.summarizers.extractive import ExtractiveSummarizer
 from contextfold.tokens import TokenCounter, get_counter
 
 RESULTS = ROOT / "benchmarks" / "results" / "summary_extension.md"
+#: Answers are checked in the context every this many user turns (mid-conversation).
+EVERY = 10
 #: (compact_to, extend_share), or None for extend=False
 Config = tuple[float, float] | None
 
@@ -56,29 +69,50 @@ def summarizer(config: Config) -> ExtractiveSummarizer:
 
 
 def label(config: Config) -> str:
-    return "rewrite every fold" if config is None else f"compact_to={config[0]:g}, share={config[1]:g}"
+    if config is None:
+        return "rewrite every fold"
+    return f"compact_to={config[0]:g}, extend_share={config[1]:g}"
 
 
-async def _bill(conv: Conversation, budget: int, config: Config,
-                counter: TokenCounter) -> Bill:
+async def _bill(conv: Conversation, budget: int, config: Config, counter: TokenCounter,
+                recall: Recall | None) -> tuple[Bill, int, int]:
+    """The bill of every user turn; without recall also the answers present in the
+    context at every :data:`EVERY`-th user turn, over the questions whose evidence turns
+    were all said by then and whose answer occurs in the conversation so far."""
     biller = Biller(counter)
+    kept = present = turns = 0
     async with AsyncMemory("memory://", policy=TokenBudget(budget), tokenizer=counter,
                            summarizer=summarizer(config), raise_errors=True,
-                           recall=Recall()) as memory:
-        for message in conv.messages:
+                           recall=recall) as memory:
+        for n, message in enumerate(conv.messages, 1):
             await memory.add(conv.sample_id, message)
-            if message.role == "user":
-                biller.request(await memory.context(conv.sample_id))
-    return biller.bill
+            if message.role != "user":
+                continue
+            ctx = await memory.context(conv.sample_id)
+            biller.request(ctx)
+            turns += 1
+            if recall is not None or turns % EVERY:
+                continue
+            said = normalize(context_text(conv.messages[:n]) + "\n" + "\n".join(conv.dates))
+            shown = normalize(context_text(ctx.messages))
+            for answer, evidence in zip(conv.answers, conv.evidence, strict=True):
+                needle = normalize(answer)
+                if evidence and max(evidence) < n and needle.strip() and needle in said:
+                    present += 1
+                    kept += needle in shown
+    return biller.bill, kept, present
 
 
 @dataclass
 class Cell:
     kept: int
     present: int
-    rewritten: int  # summary + rewritten turns, tokens
-    total: int  # input tokens
-    cost: float
+    mid_kept: int  # answers present in the context at checkpoints through the conversation
+    mid_present: int
+    rewritten: int  # with recall: summary + rewritten turns, tokens
+    total: int  # with recall: input tokens
+    plain_rewritten: int  # the same without recall
+    plain_total: int
     folds: int
 
 
@@ -88,18 +122,21 @@ def run_cell(task: tuple[Path, int, int, Config]) -> tuple[int, int, Config, Cel
     counter = get_counter("o200k")
     kept, present = retention(conv, replay(conv, TokenBudget(budget), summarizer(config),
                                            counter))
-    b = asyncio.run(_bill(conv, budget, config, counter))
-    return index, budget, config, Cell(kept, present, b.summary + b.rewrite,
-                                       b.read + b.write + b.fresh, b.cost, b.folds)
+    b, _, _ = asyncio.run(_bill(conv, budget, config, counter, Recall()))
+    p, mid_kept, mid_present = asyncio.run(_bill(conv, budget, config, counter, None))
+    return index, budget, config, Cell(kept, present, mid_kept, mid_present,
+                                       b.summary + b.rewrite, b.read + b.write + b.fresh,
+                                       p.summary + p.rewrite, p.read + p.write + p.fresh,
+                                       b.folds)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=default_data())
     parser.add_argument("--budgets", default="2000,4000,8000")
-    parser.add_argument("--compact", default="0.5,0.6,0.7,0.8,0.9")
-    parser.add_argument("--shares", default="1,2,4")
-    parser.add_argument("--max-rewrite", type=float, default=0.06)
+    parser.add_argument("--compact", default="0.7,0.8,0.9,0.95")
+    parser.add_argument("--shares", default="1,2")
+    parser.add_argument("--max-rewrite", type=float, default=0.10)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
@@ -119,74 +156,71 @@ def main(argv: Sequence[str] | None = None) -> int:
             cells[i, b, cfg] = cell
     seconds = time.perf_counter() - started
 
-    def pooled(cfg: Config, convs_: Sequence[int], budget: int | None = None
-               ) -> tuple[float, float, float]:
-        """(answers kept share, rewritten share of input tokens, worst budget's rewrite)."""
-        bs = budgets if budget is None else [budget]
-        kept = sum(cells[i, b, cfg].kept for i in convs_ for b in bs)
-        present = sum(cells[i, b, cfg].present for i in convs_ for b in bs)
-        worst = max(sum(cells[i, b, cfg].rewritten for i in convs_)
-                    / max(1, sum(cells[i, b, cfg].total for i in convs_)) for b in bs)
-        rew = sum(cells[i, b, cfg].rewritten for i in convs_ for b in bs) / max(
-            1, sum(cells[i, b, cfg].total for i in convs_ for b in bs))
-        return kept / max(1, present), rew, worst
+    def share(cfg: Config, convs_: Sequence[int], bs: Sequence[int], num: str, den: str
+              ) -> float:
+        top: int = sum(getattr(cells[i, b, cfg], num) for i in convs_ for b in bs)
+        bottom: int = sum(getattr(cells[i, b, cfg], den) for i in convs_ for b in bs)
+        return top / max(1, bottom)
 
     def choose(train: Sequence[int]) -> Config:
-        within = [c for c in configs if c is not None and pooled(c, train)[2] <= args.max_rewrite]
-        if within:
-            return max(within, key=lambda c: (pooled(c, train)[0], -pooled(c, train)[1]))
-        return min(configs, key=lambda c: pooled(c, train)[2])
+        """The most answers kept through the conversation (pooled over the budgets), among
+        grid points within the rewrite bound at every budget (else the lowest rewrite)."""
+        def worst(c: Config) -> float:
+            return max(share(c, train, [b], "rewritten", "total") for b in budgets)
+        within = [c for c in configs if c is not None and worst(c) <= args.max_rewrite]
+        if not within:
+            return min(configs, key=worst)
+        return max(within, key=lambda c: (share(c, train, budgets, "mid_kept", "mid_present"),
+                                          -worst(c)))
 
-    everyone = range(len(convs))
+    everyone = list(range(len(convs)))
+    heads = [f"B={b:,}" for b in budgets]
     lines = [
         "# Extending the summary: retention against the cache rewrite",
         "",
         f"Generated by `python benchmarks/summary_extension.py`; LoCoMo dev, {len(convs)} "
-        f"conversations, budgets {', '.join(f'{b:,}' for b in budgets)}, default "
-        f"`TokenBudget(B)`, tokenizer o200k; {seconds:.0f} s with {args.jobs} jobs on a "
-        "shared 2-core machine. *Kept*: answers present in the final context (as "
-        "`retention.py`), pooled. *Rewritten*: the new summary and the turns written again "
-        "after it, as a share of the input tokens, with recall on (defaults), billed as "
-        "`recall_bill.py` does. Choice: the most answers kept among grid points whose "
-        f"rewrite stays within {args.max_rewrite:.0%} at every budget.",
+        f"conversations, default `TokenBudget(B)`, tokenizer o200k; {seconds:.0f} s with "
+        f"{args.jobs} jobs on a shared 2-core machine. *Through the conversation*: answers "
+        f"present in the plain context (no recall) every {EVERY} user turns, over the "
+        "questions whose evidence was said by then (pooled over all checks). *Final*: "
+        "answers present in the final context, as `retention.py` counts them (one "
+        "snapshot per conversation: noisy). *Rewritten*: the new summary and the turns "
+        "written again after it, as a share of the input tokens, billed as "
+        "`recall_bill.py` does, with recall on (defaults) and without. Choice: the most "
+        "answers kept through the conversation among grid points whose rewrite with "
+        f"recall stays within {args.max_rewrite:.0%} at every budget.",
         "",
-        "| | " + " | ".join(f"kept B={b:,}" for b in budgets) + " | "
-        + " | ".join(f"rewritten B={b:,}" for b in budgets) + " | folds (B=4,000 or first) |",
-        "|---|" + "---:|" * (2 * len(budgets) + 1),
+        "| | kept through the conversation " + " / ".join(heads)
+        + " | kept, final context | rewritten, with recall | rewritten, without recall "
+        "| folds (all budgets) |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
-    b0 = 4000 if 4000 in budgets else budgets[0]
+
+    def row(cfg: Config, convs_: Sequence[int]) -> list[str]:
+        return [" / ".join(f"{share(cfg, convs_, [b], 'mid_kept', 'mid_present'):.1%}"
+                           for b in budgets),
+                " / ".join(f"{share(cfg, convs_, [b], 'kept', 'present'):.1%}"
+                           for b in budgets),
+                " / ".join(f"{share(cfg, convs_, [b], 'rewritten', 'total'):.1%}"
+                           for b in budgets),
+                " / ".join(f"{share(cfg, convs_, [b], 'plain_rewritten', 'plain_total'):.1%}"
+                           for b in budgets)]
+
     for cfg in configs:
-        kept = [pooled(cfg, everyone, b)[0] for b in budgets]
-        rew = [pooled(cfg, everyone, b)[1] for b in budgets]
-        folds = sum(cells[i, b0, cfg].folds for i in everyone)
-        lines.append(f"| {label(cfg)} | " + " | ".join(f"{k:.1%}" for k in kept) + " | "
-                     + " | ".join(f"{r:.1%}" for r in rew) + f" | {folds} |")
-    chosen_all = choose(list(everyone))
-    lines += ["", f"Chosen on all conversations: **{label(chosen_all)}**.", "",
-              "Held out (each conversation scored with the grid point chosen on the others):",
-              "",
-              "| held out | chosen on the others | "
-              + " | ".join(f"kept B={b:,} (baseline)" for b in budgets) + " | "
-              + " | ".join(f"rewritten B={b:,} (baseline)" for b in budgets) + " |",
-              "|---|---|" + "---:|" * (2 * len(budgets))]
-    held_kept = {b: [0, 0, 0] for b in budgets}  # kept, baseline kept, present
+        folds = sum(cells[i, b, cfg].folds for i in everyone for b in budgets)
+        lines.append(f"| {label(cfg)} | " + " | ".join(row(cfg, everyone)) + f" | {folds} |")
+    lines += ["", f"Chosen on all conversations: **{label(choose(everyone))}**.", "",
+              "Held out: each conversation with the grid point chosen on the other four, and "
+              "the baseline (rewrite every fold) on the same conversation:", "",
+              "| held out | chosen on the others | kept through the conversation "
+              + " / ".join(heads) + " | final | rewritten, with recall "
+              "| rewritten, without recall |",
+              "|---|---|---:|---:|---:|---:|"]
     for i, conv in enumerate(convs):
         cfg = choose([j for j in everyone if j != i])
-        row = [conv.sample_id, label(cfg)]
-        for b in budgets:
-            c, base = cells[i, b, cfg], cells[i, b, None]
-            row.append(f"{c.kept / max(1, c.present):.1%} ({base.kept / max(1, base.present):.1%})")
-            held_kept[b][0] += c.kept
-            held_kept[b][1] += base.kept
-            held_kept[b][2] += c.present
-        for b in budgets:
-            c, base = cells[i, b, cfg], cells[i, b, None]
-            row.append(f"{c.rewritten / max(1, c.total):.1%} "
-                       f"({base.rewritten / max(1, base.total):.1%})")
-        lines.append("| " + " | ".join(row) + " |")
-    lines.append("| **pooled** | | " + " | ".join(
-        f"**{k / max(1, p):.1%}** ({bk / max(1, p):.1%})" for k, bk, p in held_kept.values())
-        + " |" + " |" * len(budgets))
+        mine, base = row(cfg, [i]), row(None, [i])
+        lines.append(f"| {conv.sample_id} | {label(cfg)} | "
+                     + " | ".join(f"{m} ({b})" for m, b in zip(mine, base, strict=True)) + " |")
     report = "\n".join(lines) + "\n"
     print(report)
     if not args.no_write:

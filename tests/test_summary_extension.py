@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
+from itertools import pairwise
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -46,7 +47,7 @@ chunk = st.lists(st.tuples(st.sampled_from(["Ann", "Ben"]), sentence), min_size=
 def test_each_fold_extends_as_a_byte_prefix_or_compacts_under_the_cap(
     chunks: list[list[tuple[str, str]]], cap: int, compact_to: float, share: float
 ) -> None:
-    summarizer = ExtractiveSummarizer(compact_to=compact_to, extend_share=share)
+    summarizer = ExtractiveSummarizer(extend=True, compact_to=compact_to, extend_share=share)
     previous, seq = "", 1
     for k, lines in enumerate(chunks):
         day = DAY + timedelta(days=k)
@@ -67,7 +68,7 @@ def test_each_fold_extends_as_a_byte_prefix_or_compacts_under_the_cap(
 
 
 def test_a_fold_with_room_appends_the_new_facts_after_the_old_text() -> None:
-    summarizer = ExtractiveSummarizer()
+    summarizer = ExtractiveSummarizer(extend=True)
     first = fold(summarizer, "", [Message(role="user", name="Ann", timestamp=DAY,
                                           content="I started learning the violin in Lisbon.")],
                  1, 400)
@@ -79,7 +80,7 @@ def test_a_fold_with_room_appends_the_new_facts_after_the_old_text() -> None:
 
 
 def test_a_full_summary_compacts_to_the_lower_fill() -> None:
-    summarizer = ExtractiveSummarizer(compact_to=0.5)
+    summarizer = ExtractiveSummarizer(extend=True, compact_to=0.5)
     facts = [f"I visited {w} with my sister on day {i}." for i, w in enumerate(WORDS)]
     full = fold(summarizer, "", [Message(role="user", name="Ann", timestamp=DAY, content=t)
                                  for t in facts], 1, 10_000)
@@ -91,7 +92,7 @@ def test_a_full_summary_compacts_to_the_lower_fill() -> None:
 
 
 def test_a_correction_compacts_so_the_stale_value_goes() -> None:
-    summarizer = ExtractiveSummarizer()
+    summarizer = ExtractiveSummarizer(extend=True)
     first = fold(summarizer, "", [Message(role="user", name="Tom", timestamp=DAY,
                                           content="My flight is at 16:10 on Friday.")], 1, 400)
     fix = [Message(role="user", name="Tom", timestamp=DAY + timedelta(days=1),
@@ -100,8 +101,8 @@ def test_a_correction_compacts_so_the_stale_value_goes() -> None:
     assert "17:40" in text and "16:10" not in text
 
 
-def test_extend_false_rewrites_every_fold_in_time_order() -> None:
-    summarizer = ExtractiveSummarizer(extend=False)
+def test_by_default_every_fold_rewrites_the_summary_in_time_order() -> None:
+    summarizer = ExtractiveSummarizer()
     first = fold(summarizer, "", [Message(role="user", name="Ann", timestamp=DAY,
                                           content="I started learning the violin.")], 1, 400)
     later = [Message(role="user", name="Ann", timestamp=DAY,
@@ -127,7 +128,8 @@ def test_the_engine_keeps_the_summary_block_as_a_prefix_between_compactions() ->
     """Through the real engine: most folds leave the previous summary block as the start
     of the next one, so a provider's prompt cache keeps it."""
     texts: list[str] = []
-    with Memory("memory://", policy=TokenBudget(1200)) as memory:
+    with Memory("memory://", policy=TokenBudget(1200),
+                summarizer=ExtractiveSummarizer(extend=True)) as memory:
         for i in range(240):
             who = ("Ann", "Ben")[i % 2]
             memory.add("s", Message(
@@ -138,5 +140,5 @@ def test_the_engine_keeps_the_summary_block_as_a_prefix_between_compactions() ->
             if summary is not None and (not texts or texts[-1] != summary.text):
                 texts.append(summary.text)
     blocks = [render_summary(t).text for t in texts]
-    kept = sum(b.startswith(a) for a, b in zip(blocks, blocks[1:], strict=False))
+    kept = sum(b.startswith(a) for a, b in pairwise(blocks))
     assert len(blocks) > 5 and kept >= len(blocks) // 2

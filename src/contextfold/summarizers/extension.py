@@ -2,7 +2,9 @@
 
 A provider's prompt cache keeps a prefix of the request. When every fold rewrites the
 whole summary, the summary and every turn after it are written to the cache again after
-each fold. :class:`~.extractive.ExtractiveSummarizer` (``extend=True``) instead keeps the
+each fold. :class:`~.extractive.ExtractiveSummarizer` with ``extend=True`` (off by default:
+the room hysteresis leaves empty costs answers kept, see
+``benchmarks/results/summary_extension.md``) instead keeps the
 previous summary text verbatim and appends the new span's best facts after
 :data:`~contextfold.summary_block.SEGMENT_BREAK`, so the rendered summary block begins
 with the previous one byte for byte. Each extension gets the span's *fair share* of the

@@ -27,6 +27,10 @@
 6. **Render** in time order, count with the request's counter, and drop the weakest fact
    until the text fits: the result is never over ``request.max_tokens``.
 
+With ``extend=True`` a fold keeps the previous summary text verbatim and appends the span's
+best facts while there is room (:mod:`.extension`), so a provider's prompt cache keeps the
+old summary; when it is full the fold compacts (the steps above, to a lower fill).
+
 Each step except parsing and rendering can be switched off (constructor flags), which is
 how ``benchmarks/retention.py`` measures what each one contributes; every weight and
 threshold is a field of :class:`~.weights.Weights`, chosen by cross-validation.
@@ -41,7 +45,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -64,7 +68,6 @@ from .dates import DateResolver, dates_available, resolver_for
 from .extension import extended_text, fair_share, known_to
 from .facts import (
     Fact,
-    clean_speaker,
     day_of,
     parse_summary,
     render_summary_text,
@@ -72,6 +75,7 @@ from .facts import (
 )
 from .languages import Language, detect_language, get_language
 from .salience import compress, content_words, features, split_sentences, words
+from .speakers import Speakers
 from .weights import DEFAULT_WEIGHTS, Weights
 
 __all__ = ["BURST_JOINER", "NO_FACTS", "ExtractiveSummarizer", "Speakers", "Utterance"]
@@ -102,43 +106,6 @@ class Utterance:
     speaker: str | None
     text: str
     timestamp: datetime | None
-
-
-class Speakers:
-    """Canonical speaker labels across case and short forms.
-
-    ``jess`` is shown as ``Jess``; a name that is the start of exactly one longer name in
-    the session ("Mel" and "Melanie", "jess" and "Jessica") is that person. A name given
-    in lower case is capitalised; one with any capital is kept as written. Nicknames
-    that are not a prefix ("Bob" for "Robert") stay separate speakers.
-    """
-
-    def __init__(self, names: Iterable[str]) -> None:
-        display: dict[str, str] = {}
-        for raw in names:
-            name = clean_speaker(raw)  # as canonical() cleans what it looks up
-            if name is None:
-                continue
-            key = name.lower()
-            if key not in display or (display[key].islower() and not name.islower()):
-                display[key] = name if not name.islower() else name.title()
-        self._canon: dict[str, str] = {}
-        for key, shown in display.items():
-            longer = [k for k in display if k != key and k.startswith(key)]
-            if len(key) >= 3 and len(longer) == 1:
-                self._canon[key] = display[longer[0]]
-            else:
-                self._canon[key] = shown
-
-    def canonical(self, name: str | None) -> str | None:
-        cleaned = clean_speaker(name)
-        if cleaned is None:
-            return None
-        return self._canon.get(cleaned.lower(), cleaned)
-
-    def lowered(self) -> list[str]:
-        """Every known form, lower-cased (for dropping a name addressed to someone)."""
-        return sorted(set(self._canon) | {v.lower() for v in self._canon.values()})
 
 
 @dataclass(slots=True)
@@ -179,7 +146,7 @@ class ExtractiveSummarizer:
         resolve_dates: bool | None = None,
         language: str | None = None,
         weights: Weights = DEFAULT_WEIGHTS,
-        extend: bool = True,
+        extend: bool = False,
         compact_to: float = COMPACT_TO,
         extend_share: float = EXTEND_SHARE,
     ) -> None:
@@ -189,7 +156,8 @@ class ExtractiveSummarizer:
         ``extend``: keep the previous summary verbatim and append to it while it has room,
         so a provider's prompt cache keeps it (:mod:`.extension`); a summary written whole
         (the first fold, a compaction) then fills ``compact_to`` of the cap, and each
-        extension adds at most ``extend_share`` × the span's fair share of the cap."""
+        extension adds at most ``extend_share`` × the span's fair share of the cap. Off by
+        default: the room it leaves costs answers kept (``benchmarks/summary_extension.py``)."""
         if not (0 < compact_to <= 1) or isinstance(compact_to, bool):
             raise ConfigError(f"compact_to must be in (0, 1], got {compact_to!r}")
         if not extend_share > 0 or isinstance(extend_share, bool):
