@@ -6,7 +6,7 @@ user message the context is built as an app would send it (with recall on, the n
 message is the implicit query, behind the gate) and billed the way Anthropic bills a
 request with prompt caching (:class:`Biller`). The request is a list of content blocks:
 one per message, except that the summary block is sent as its cache-stable parts
-(``contextfold.context.summary_blocks``: the label with the summary as last written whole,
+(``contextfold.summary_block.summary_blocks``: the label with the summary as last written whole,
 then each part a fold appended since). Two cache breakpoints: after the last summary part,
 and at the end of the byte-stable prefix (everything before the recalled block, or before
 the newest user message when there is none). The longest run of leading blocks that an
@@ -49,12 +49,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from retention_data import ROOT, Conversation, default_data, load
 
-from contextfold.context import SUMMARY_HEADER, Context, summary_blocks
+from contextfold.context import SUMMARY_HEADER, Context
 from contextfold.engine import AsyncMemory
 from contextfold.messages import Message
 from contextfold.policy import TokenBudget
 from contextfold.recall import RECALL_METADATA, Recall
 from contextfold.summarizers.extractive import ExtractiveSummarizer
+from contextfold.summary_block import summary_blocks
 from contextfold.tokens import TokenCounter, count_message, get_counter
 
 RESULTS = ROOT / "benchmarks" / "results" / "recall_bill.md"
@@ -128,7 +129,7 @@ class Biller:
     """Anthropic-style prompt caching over a sequence of requests of one conversation.
 
     The request is a list of content blocks: one per message, except the summary block,
-    sent as its cache-stable parts (:func:`~contextfold.context.summary_blocks`: the label
+    sent as its cache-stable parts (:func:`~contextfold.summary_block.summary_blocks`: the label
     with the first segment, then each segment an extension appended). Breakpoints
     (``cache_control``): after the last summary part, and at the end of the byte-stable
     prefix. A breakpoint writes a cache entry for the blocks up to it; a request reads the

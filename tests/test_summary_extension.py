@@ -11,13 +11,13 @@ from itertools import pairwise
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contextfold.context import render_summary, summary_blocks
+from contextfold.context import render_summary
 from contextfold.memory import Memory
 from contextfold.messages import Message, StoredMessage
 from contextfold.policy import TokenBudget
 from contextfold.summarizers.base import SummaryRequest, check_summary
 from contextfold.summarizers.extractive import ExtractiveSummarizer
-from contextfold.summary_block import SEGMENT_BREAK, SUMMARY_HEADER
+from contextfold.summary_block import SEGMENT_BREAK, SUMMARY_HEADER, summary_blocks
 from contextfold.tokens import get_counter
 
 O200K = get_counter("o200k")

@@ -46,13 +46,7 @@ from .summarizers.agent_state import (
     extract,
     render,
 )
-from .summary_block import (
-    SEGMENT_BREAK,
-    SUMMARY_HEADER,
-    render_summary,
-    summary_blocks,
-    summary_overhead,
-)
+from .summary_block import SUMMARY_HEADER, render_summary, summary_overhead
 from .tokens import REPLY_PRIMING_TOKENS, TokenCounter, count_message
 
 if TYPE_CHECKING:
@@ -60,14 +54,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BRIDGE_TEXT",
-    "SEGMENT_BREAK",
     "SUMMARY_HEADER",
     "Context",
     "LiveView",
     "bridge_turn_tokens",
     "build_context",
     "render_summary",
-    "summary_blocks",
     "summary_overhead",
 ]
 
