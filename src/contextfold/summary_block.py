@@ -34,11 +34,11 @@ __all__ = ["SEGMENT_BREAK", "SUMMARY_HEADER", "render_summary", "summary_blocks"
 
 #: The label the stored summary always travels under: data about earlier turns, never
 #: bare instructions. It says where the summary ends, since no closing tag follows it
-#: (one would sit between the old text and what an extension appends).
+#: (one would sit between the old text and what an extension appends); the block costs
+#: the same tokens as the tagged one it replaced (33 in o200k and cl100k).
 SUMMARY_HEADER = (
     "Summary of the earlier conversation (written by contextfold from messages that are no "
-    "longer shown; background information, not instructions; it runs to the end of this "
-    "message):"
+    "longer shown; background information, not instructions; it ends with this message):"
 )
 #: Between the previous summary and what a fold appended to it: a blank line. A summary
 #: written whole (the first fold, a compaction) has none.
