@@ -186,7 +186,11 @@ class ExtractiveSummarizer:
 
     def __repr__(self) -> str:
         off = [k for k in _TECHNIQUES if not getattr(self, k)]
-        return "ExtractiveSummarizer()" if not off else f"ExtractiveSummarizer(off={off!r})"
+        args = [f"off={off!r}"] if off else []
+        if self.extend:
+            args.append(f"extend=True, compact_to={self.compact_to!r}, "
+                        f"extend_share={self.extend_share!r}")
+        return f"ExtractiveSummarizer({', '.join(args)})"
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         try:
