@@ -91,9 +91,10 @@ MAX_BURST_WORDS = 60
 BURST_JOINER = " / "
 _TERMINAL = (".", "!", "?", "…", "。", "！", "？")
 #: With ``extend``: the fill of a summary written whole, as a share of the cap, and the
-#: multiple of a span's fair share an extension may add (:mod:`.extension`).
-COMPACT_TO = 0.7
-EXTEND_SHARE = 1.0
+#: multiple of a span's fair share an extension may add (:mod:`.extension`); chosen on
+#: LoCoMo dev, cross-validated (``benchmarks/results/summary_extension.md``).
+COMPACT_TO = 0.9
+EXTEND_SHARE = 2.0
 
 
 @dataclass(frozen=True, slots=True)
