@@ -68,7 +68,7 @@ def test_each_fold_extends_as_a_byte_prefix_or_compacts_under_the_cap(
 
 
 def test_a_fold_with_room_appends_the_new_facts_after_the_old_text() -> None:
-    summarizer = ExtractiveSummarizer(extend=True)
+    summarizer = ExtractiveSummarizer(extend=True, compact_to=0.5, extend_share=0.5)
     first = fold(summarizer, "", [Message(role="user", name="Ann", timestamp=DAY,
                                           content="I started learning the violin in Lisbon.")],
                  1, 400)
@@ -128,8 +128,8 @@ def test_the_engine_keeps_the_summary_block_as_a_prefix_between_compactions() ->
     """Through the real engine: most folds leave the previous summary block as the start
     of the next one, so a provider's prompt cache keeps it."""
     texts: list[str] = []
-    with Memory("memory://", policy=TokenBudget(1200),
-                summarizer=ExtractiveSummarizer(extend=True)) as memory:
+    with Memory("memory://", policy=TokenBudget(1200), summarizer=ExtractiveSummarizer(
+            extend=True, compact_to=0.7, extend_share=1)) as memory:
         for i in range(240):
             who = ("Ann", "Ben")[i % 2]
             memory.add("s", Message(
