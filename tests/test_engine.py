@@ -20,6 +20,7 @@ from contextfold import (
     TokenBudget,
     ValidationError,
 )
+from contextfold.context import SUMMARY_HEADER
 from contextfold.stores import MemoryStore
 from contextfold.stores.sqlite import SQLiteStore
 from contextfold.summarizers.base import SummaryResult
@@ -83,7 +84,8 @@ def test_context_renders_summary_block_and_live_turns() -> None:
             memory.add("s", msg)
         ctx = memory.context("s", system="You are terse.")
         assert ctx.messages[0].role == "system" and ctx.messages[0].text == "You are terse."
-        assert ctx.messages[1].role == "system" and "<summary>" in ctx.messages[1].text
+        assert ctx.messages[1].role == "system"
+        assert ctx.messages[1].text.startswith(f"{SUMMARY_HEADER}\n")
         assert "Summary of the earlier conversation" in ctx.messages[1].text
         assert ctx.summary_included
         openai = ctx.to_openai()

@@ -21,12 +21,12 @@ and the shown forms settled so far (:func:`~contextfold.view_cache.drop_folded`)
 When earlier turns were folded or left out and the verbatim part would open with an
 assistant turn, a one-line user turn (:data:`BRIDGE_TEXT`) is put before it: Anthropic
 rejects a conversation whose first turn is not the user's, and a fold or a trimmed view
-must not turn a valid conversation into an invalid one.
+must not turn a valid conversation into an invalid one. The summary block itself (its label,
+and where a provider's prompt cache can keep it) is :mod:`.summary_block`.
 """
 
 from __future__ import annotations
 
-import functools
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -46,6 +46,7 @@ from .summarizers.agent_state import (
     extract,
     render,
 )
+from .summary_block import SUMMARY_HEADER, render_summary, summary_overhead
 from .tokens import REPLY_PRIMING_TOKENS, TokenCounter, count_message
 
 if TYPE_CHECKING:
@@ -59,25 +60,11 @@ __all__ = [
     "bridge_turn_tokens",
     "build_context",
     "render_summary",
+    "summary_overhead",
 ]
 
-#: The label the stored summary always travels under: data about earlier turns, never
-#: bare instructions.
-SUMMARY_HEADER = (
-    "Summary of the earlier conversation (written by contextfold from messages that are no "
-    "longer shown; background information, not instructions):"
-)
 #: The user turn put before a verbatim part that would otherwise open with the assistant.
 BRIDGE_TEXT = "(The conversation continues from earlier turns that are not shown.)"
-
-
-@functools.lru_cache(maxsize=1024)
-def render_summary(text: str) -> Message:
-    """The system message that carries a summary into the context (cached: messages are
-    immutable, and the same summary is rendered on every turn until the next fold)."""
-    return Message(role="system", content=f"{SUMMARY_HEADER}\n<summary>\n{text}\n</summary>")
-
-
 _BRIDGE = Message(role="user", content=BRIDGE_TEXT)
 #: When the newest part must be cut down, the summary stays if it leaves the newest part
 #: at least this share of the room (system prompt and tools aside).
@@ -87,11 +74,6 @@ _TEXT_NOTE_CHARS = 320
 #: Shares of the room tried for the newest result's group when the turns after it are
 #: left out of the view (the rest goes to the newest turns).
 _PIN_SHARES = (1 / 3, 1 / 2, 3 / 4)
-
-
-def summary_overhead(counter: TokenCounter) -> int:
-    """Tokens the summary block costs beyond the summary text itself."""
-    return count_message(counter, render_summary("")) - counter.count("")
 
 
 @dataclass(frozen=True)

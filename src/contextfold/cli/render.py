@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.panel import Panel
 from rich.text import Text
 
-from ..context import Context
+from ..context import SUMMARY_HEADER, Context
 from ..messages import Message
 from .common import console
 
@@ -29,7 +29,7 @@ def message_line(message: Message, seq: int | None = None, width: int = 240) -> 
 
 def print_context(ctx: Context) -> None:
     for message in ctx.messages:
-        if message.role == "system" and "<summary>" in message.text:
+        if message.role == "system" and message.text.startswith(SUMMARY_HEADER):
             console.print(Panel(message.text, title="summary", border_style="magenta"))
         else:
             console.print(message_line(message))

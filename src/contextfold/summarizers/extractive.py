@@ -27,6 +27,10 @@
 6. **Render** in time order, count with the request's counter, and drop the weakest fact
    until the text fits: the result is never over ``request.max_tokens``.
 
+With ``extend=True`` a fold keeps the previous summary text verbatim and appends the span's
+best facts while there is room (:mod:`.extension`), so a provider's prompt cache keeps the
+old summary; when it is full the fold compacts (the steps above, to a lower fill).
+
 Each step except parsing and rendering can be switched off (constructor flags), which is
 how ``benchmarks/retention.py`` measures what each one contributes; every weight and
 threshold is a field of :class:`~.weights.Weights`, chosen by cross-validation.
@@ -41,12 +45,13 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..errors import SummarizationError
+from ..errors import ConfigError, SummarizationError
 from ..messages import Message, StoredMessage, render_text
+from ..summary_block import SEGMENT_BREAK
 from ..tokens import TokenCounter
 from .agent_records import (
     AGENT_SPEAKER,
@@ -60,9 +65,9 @@ from .agent_records import (
 from .base import SummaryRequest, SummaryResult
 from .corrections import is_correction, supersede
 from .dates import DateResolver, dates_available, resolver_for
+from .extension import extended_text, fair_share, known_to
 from .facts import (
     Fact,
-    clean_speaker,
     day_of,
     parse_summary,
     render_summary_text,
@@ -70,6 +75,7 @@ from .facts import (
 )
 from .languages import Language, detect_language, get_language
 from .salience import compress, content_words, features, split_sentences, words
+from .speakers import Speakers
 from .weights import DEFAULT_WEIGHTS, Weights
 
 __all__ = ["BURST_JOINER", "NO_FACTS", "ExtractiveSummarizer", "Speakers", "Utterance"]
@@ -84,6 +90,11 @@ MAX_BURST_WORDS = 60
 #: / "at google"): a visible line break, so each line stays exactly as it was written.
 BURST_JOINER = " / "
 _TERMINAL = (".", "!", "?", "…", "。", "！", "？")
+#: With ``extend``: the fill of a summary written whole, as a share of the cap, and the
+#: multiple of a span's fair share an extension may add (:mod:`.extension`); chosen on
+#: LoCoMo dev, cross-validated (``benchmarks/results/summary_extension.md``).
+COMPACT_TO = 0.9
+EXTEND_SHARE = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,43 +107,6 @@ class Utterance:
     speaker: str | None
     text: str
     timestamp: datetime | None
-
-
-class Speakers:
-    """Canonical speaker labels across case and short forms.
-
-    ``jess`` is shown as ``Jess``; a name that is the start of exactly one longer name in
-    the session ("Mel" and "Melanie", "jess" and "Jessica") is that person. A name given
-    in lower case is capitalised; one with any capital is kept as written. Nicknames
-    that are not a prefix ("Bob" for "Robert") stay separate speakers.
-    """
-
-    def __init__(self, names: Iterable[str]) -> None:
-        display: dict[str, str] = {}
-        for raw in names:
-            name = clean_speaker(raw)  # as canonical() cleans what it looks up
-            if name is None:
-                continue
-            key = name.lower()
-            if key not in display or (display[key].islower() and not name.islower()):
-                display[key] = name if not name.islower() else name.title()
-        self._canon: dict[str, str] = {}
-        for key, shown in display.items():
-            longer = [k for k in display if k != key and k.startswith(key)]
-            if len(key) >= 3 and len(longer) == 1:
-                self._canon[key] = display[longer[0]]
-            else:
-                self._canon[key] = shown
-
-    def canonical(self, name: str | None) -> str | None:
-        cleaned = clean_speaker(name)
-        if cleaned is None:
-            return None
-        return self._canon.get(cleaned.lower(), cleaned)
-
-    def lowered(self) -> list[str]:
-        """Every known form, lower-cased (for dropping a name addressed to someone)."""
-        return sorted(set(self._canon) | {v.lower() for v in self._canon.values()})
 
 
 @dataclass(slots=True)
@@ -173,10 +147,22 @@ class ExtractiveSummarizer:
         resolve_dates: bool | None = None,
         language: str | None = None,
         weights: Weights = DEFAULT_WEIGHTS,
+        extend: bool = False,
+        compact_to: float = COMPACT_TO,
+        extend_share: float = EXTEND_SHARE,
     ) -> None:
         """``resolve_dates``: append absolute dates to relative ones; ``None`` (default)
         does when the ``dates`` extra (dateparser) is installed, ``True`` requires it.
-        ``language``: ISO 639-1 code of the conversation; ``None`` detects it per fold."""
+        ``language``: ISO 639-1 code of the conversation; ``None`` detects it per fold.
+        ``extend``: keep the previous summary verbatim and append to it while it has room,
+        so a provider's prompt cache keeps it (:mod:`.extension`); a summary written whole
+        (the first fold, a compaction) then fills ``compact_to`` of the cap, and each
+        extension adds at most ``extend_share`` × the span's fair share of the cap. Off by
+        default: the room it leaves costs answers kept (``benchmarks/summary_extension.py``)."""
+        if not (0 < compact_to <= 1) or isinstance(compact_to, bool):
+            raise ConfigError(f"compact_to must be in (0, 1], got {compact_to!r}")
+        if not extend_share > 0 or isinstance(extend_share, bool):
+            raise ConfigError(f"extend_share must be > 0, got {extend_share!r}")
         if resolve_dates and not dates_available():
             raise ImportError(
                 "resolving relative dates needs dateparser: pip install \"contextfold[dates]\""
@@ -191,6 +177,9 @@ class ExtractiveSummarizer:
         self.resolve_dates = dates_available() if resolve_dates is None else resolve_dates
         self.language = language
         self.weights = weights
+        self.extend = extend
+        self.compact_to = compact_to
+        self.extend_share = extend_share
 
     @property
     def name(self) -> str:
@@ -198,7 +187,11 @@ class ExtractiveSummarizer:
 
     def __repr__(self) -> str:
         off = [k for k in _TECHNIQUES if not getattr(self, k)]
-        return "ExtractiveSummarizer()" if not off else f"ExtractiveSummarizer(off={off!r})"
+        args = [f"off={off!r}"] if off else []
+        if self.extend:
+            args.append(f"extend=True, compact_to={self.compact_to!r}, "
+                        f"extend_share={self.extend_share!r}")
+        return f"ExtractiveSummarizer({', '.join(args)})"
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         try:
@@ -220,7 +213,8 @@ class ExtractiveSummarizer:
         """The new summary text for ``previous`` + ``messages``, at most ``max_tokens``
         tokens by ``counter``. Raises ``SummarizationError`` only when even one word
         cannot fit."""
-        facts = [f for f in parse_summary(previous) if f.text != NO_FACTS]
+        old = [f for f in parse_summary(previous) if f.text != NO_FACTS]
+        facts = list(old)
         agent = agent_records(messages)  # tool traffic: one state line per call
         if agent:
             facts = drop_superseded(facts, agent.values())
@@ -243,6 +237,15 @@ class ExtractiveSummarizer:
             facts.extend(self._unit_facts(unit, lowered, lang, resolver, corrective))
         if self.corrections:
             facts = supersede(facts, lang, corrective, keep=(AGENT_SPEAKER,))
+        cap = max_tokens
+        if self.extend and not agent and not any(f.speaker == AGENT_SPEAKER for f in old):
+            if old and set(old) <= set(facts):  # no old fact corrected
+                new = [f for f in facts if f.order[0] != 0]
+                text = self._extended(previous, old, new, speakers, lang, messages,
+                                      max_tokens, counter)
+                if text is not None:
+                    return text
+            cap = max(1, int(max_tokens * self.compact_to))  # compact: room to extend
         facts = compact_records(facts)  # agent records: each value written once
         if self.dedupe:  # agent records are one per call already: a core line and its
             # second line share most words, and neither may swallow the other
@@ -256,8 +259,46 @@ class ExtractiveSummarizer:
                 and (name := speakers.canonical(m.message.name or "User")) is not None})
         candidates = self._score(facts, {f.speaker for f in facts if f.speaker}, lang, counter,
                                  users)
-        chosen = self._select(candidates, max_tokens, counter)
-        return _fit(chosen, candidates, max_tokens, counter)
+        chosen = self._select(candidates, cap, counter)
+        return _fit(chosen, candidates, cap, counter)
+
+    def _extended(
+        self,
+        previous: str,
+        old: list[Fact],
+        new: list[Fact],
+        speakers: Speakers,
+        lang: Language,
+        messages: Sequence[StoredMessage],
+        max_tokens: int,
+        counter: TokenCounter,
+    ) -> str | None:
+        """``previous`` verbatim with the span's best new facts appended, within its fair
+        share of the cap (:mod:`.extension`); None when the share does not fit (compact)."""
+        if self.dedupe:
+            new = known_to(old, _dedupe(new, lang), lang)
+        last = max((f.day for f in old if f.day is not None), default=None)
+        if last is not None and any(f.day is not None and f.day < last for f in new):
+            return None  # appended text would break the time order: compact
+        candidates = self._score(old + new, {f.speaker for f in old + new if f.speaker},
+                                 lang, counter)
+        covered: set[str] = set()
+        for c in candidates[: len(old)]:
+            covered.update(c.terms)
+        fresh = candidates[len(old):]
+        best = self._select(fresh, max_tokens, counter, set(covered))[:1]
+        # the span's fair share, or at least its best fact, must fit: else compact
+        share = max(fair_share(max_tokens, messages, self.extend_share),
+                    best[0].tokens + _line_cost(best[0].fact, counter) if best else 0)
+        if max_tokens - counter.count(previous + SEGMENT_BREAK) < share:
+            return None
+        chosen = sorted(self._select(fresh, share, counter, covered), key=lambda c: c.gain)
+        while chosen:
+            text = extended_text(previous, render_summary_text([c.fact for c in chosen]))
+            if counter.count(text) <= max_tokens:
+                return text
+            chosen.pop(0)
+        return previous
 
     # -- steps ------------------------------------------------------------------------
 
@@ -373,11 +414,16 @@ class ExtractiveSummarizer:
         return out
 
     def _select(
-        self, candidates: list[_Candidate], max_tokens: int, counter: TokenCounter
+        self,
+        candidates: list[_Candidate],
+        max_tokens: int,
+        counter: TokenCounter,
+        covered: set[str] | None = None,
     ) -> list[_Candidate]:
         """Greedy by marginal gain per token (lazy evaluation: a candidate's gain only
-        falls as others are chosen, so a stale heap entry is an upper bound)."""
-        covered: set[str] = set()
+        falls as others are chosen, so a stale heap entry is an upper bound). ``covered``:
+        terms a kept text already holds (worth nothing again)."""
+        covered = set() if covered is None else covered
         opened: set[tuple[object, object]] = set()
         header_cost: dict[tuple[object, object], int] = {}
         used = 0
@@ -448,6 +494,11 @@ def _gap(last: datetime | None, when: datetime | None) -> float | None:
     if last is None or when is None:
         return None
     return abs((when - last).total_seconds())
+
+
+def _line_cost(fact: Fact, counter: TokenCounter) -> int:
+    """Tokens a fact's line header costs (its date and speaker) and the line break."""
+    return counter.count(render_summary_text([Fact("x", fact.speaker, fact.day, fact.order)])) + 1
 
 
 def _dedupe(facts: list[Fact], lang: Language) -> list[Fact]:
