@@ -1,11 +1,20 @@
 """The PostgreSQL store's append: one transaction that locks the session's row (creating
 it on the first append), adds the new messages with their full-text ``search`` column
-(:mod:`.postgres_search`) and moves the running totals."""
+(:mod:`.postgres_search`) and moves the running totals.
+
+Appends to one session run one at a time (the row lock). Within a process they take turns
+*before* taking a pooled connection (:class:`AppendTurns`): an append waiting for the row
+lock held a connection the whole time, so a few busy sessions' appends filled the pool
+and every other request — a context read, an append to a quiet session — waited for a
+connection behind them.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 
@@ -15,7 +24,32 @@ from .postgres_schema import SESSION_COLS
 from .rows import MessageDecoder, session_stats
 from .search import index_text
 
-__all__ = ["NothingToWrite", "append_messages", "lock_session"]
+__all__ = ["AppendTurns", "NothingToWrite", "append_messages", "lock_session"]
+
+
+class AppendTurns:
+    """One append at a time per session and event loop in this process; a session's entry
+    lives while some append to it runs or waits."""
+
+    def __init__(self) -> None:
+        self._turns: dict[tuple[object, str], tuple[asyncio.Lock, int]] = {}
+
+    @asynccontextmanager
+    async def turn(self, session_id: str) -> AsyncIterator[None]:
+        key = (asyncio.get_running_loop(), session_id)
+        lock, users = self._turns.get(key, (None, 0))
+        if lock is None:
+            lock = asyncio.Lock()
+        self._turns[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._turns[key]
+            if users <= 1:
+                del self._turns[key]
+            else:
+                self._turns[key] = (lock, users - 1)
 
 
 class NothingToWrite(Exception):
