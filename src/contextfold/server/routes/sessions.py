@@ -6,8 +6,9 @@ import dataclasses
 import json
 import re
 from datetime import datetime, timezone
-from typing import Annotated
+from typing import Annotated, Any
 
+import orjson
 from fastapi import APIRouter, Body, Depends, Query, Request, Response
 from pydantic import BaseModel
 from pydantic import ValidationError as ShapeError
@@ -141,8 +142,20 @@ async def _lean_append(request: Request) -> Response | None:
 
 def _json(model: BaseModel) -> Response:
     """The response of a model the route built from trusted values (``model_construct``):
-    serialized once, not validated again by the framework."""
-    return Response(model.model_dump_json(), media_type="application/json")
+    serialized once, not validated again by the framework — by orjson, which writes the
+    bytes pydantic writes for these shapes in a tenth of the time for a context (a test
+    holds the two equal), and by pydantic for anything orjson refuses."""
+    try:
+        body = orjson.dumps(model, default=_fields, option=orjson.OPT_UTC_Z)
+    except orjson.JSONEncodeError:
+        body = model.model_dump_json().encode()
+    return Response(body, media_type="application/json")
+
+
+def _fields(value: object) -> dict[str, Any]:
+    if isinstance(value, BaseModel):
+        return value.__dict__
+    raise TypeError(type(value).__name__)
 
 
 def _which_message(
