@@ -276,6 +276,16 @@ async def fold_report(http: httpx.AsyncClient, names: list[str], run: Run) -> No
         await asyncio.sleep(0.5)
 
 
+def describe(src: str) -> str:
+    """``src`` with the commit of its checkout, when it is one."""
+    try:
+        commit = subprocess.run(["git", "-C", src, "log", "-1", "--format=%h %s"],
+                                capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    return f"`{src}`" + (f" (commit {commit[:80]})" if commit else "")
+
+
 def cpu_seconds(pid: int) -> dict[str, float]:
     """CPU seconds so far (Linux ``/proc``; empty elsewhere) of the server process ``pid``
     and its descendants ("server"), its fold workers among them ("folds"), and of this
@@ -461,7 +471,8 @@ def main() -> None:
         f"(1-minute load average {load:.1f} at the start, {end_load:.1f} at the end of "
         f"the {minutes:.0f}-minute run); the load generator runs on the same cores, so only "
         "the ratios of the same run mean anything."
-        + (f" Baseline: `contextfold serve` from `{args.baseline}`." if args.baseline else "")
+        + (f" Baseline: `contextfold serve` from {describe(args.baseline)}." if args.baseline
+           else "")
         + "\n\n" + table + "\n"
     )
     if any(r.errors or r.lost or r.duplicated or r.over_budget for p in groups for r in p):
