@@ -2,10 +2,11 @@
 it on the first append), adds the new messages with their full-text ``search`` column
 (:mod:`.postgres_search`) and moves the running totals.
 
-Appends to one session run one at a time (the row lock). Within a process they take turns
-*before* taking a pooled connection (:class:`AppendTurns`): an append waiting for the row
-lock held a connection the whole time, so a few busy sessions' appends filled the pool
-and every other request — a context read, an append to a quiet session — waited for a
+Appends to one session run one at a time (the row lock). Within a process at most two of
+them hold a pooled connection (:class:`AppendTurns`): the one holding the lock and the next,
+already waiting for it in the database; the rest wait here. An append waiting for the row
+lock held a connection the whole time, so a few busy sessions' appends filled the pool and
+every other request — a context read, an append to a quiet session — waited for a
 connection behind them.
 """
 
@@ -28,18 +29,20 @@ __all__ = ["AppendTurns", "NothingToWrite", "append_messages", "lock_session"]
 
 
 class AppendTurns:
-    """One append at a time per session and event loop in this process; a session's entry
-    lives while some append to it runs or waits."""
+    """At most ``AT_ONCE`` appends per session and event loop of this process hold a
+    connection; a session's entry lives while some append to it runs or waits."""
+
+    AT_ONCE = 2
 
     def __init__(self) -> None:
-        self._turns: dict[tuple[object, str], tuple[asyncio.Lock, int]] = {}
+        self._turns: dict[tuple[object, str], tuple[asyncio.Semaphore, int]] = {}
 
     @asynccontextmanager
     async def turn(self, session_id: str) -> AsyncIterator[None]:
         key = (asyncio.get_running_loop(), session_id)
         lock, users = self._turns.get(key, (None, 0))
         if lock is None:
-            lock = asyncio.Lock()
+            lock = asyncio.Semaphore(self.AT_ONCE)
         self._turns[key] = (lock, users + 1)
         try:
             async with lock:
