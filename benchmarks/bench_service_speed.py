@@ -11,7 +11,10 @@ same work for both).
 Every client has its own API key (tenant ``bench``), as apps of one tenant would.
 
 Configurations: SQLite, 1 server process; PostgreSQL, 2 server processes (the bare app
-gets the same number of processes). Reported per row: operations/s, p50/p99 of appends and
+gets the same number of processes). On Linux each row also has the CPU time a turn cost
+(append + context, during the timed part): the server's processes, its fold workers and
+the load generator; on a shared machine it moves less with the load than the rates do
+(the database server's own CPU is not in it). Reported per row: operations/s, p50/p99 of appends and
 of context reads, errors, lost and duplicated ids (every id that got a 200 is looked up
 afterwards), and for contextfold the folds committed in the ledger (by the fold workers,
 during and just after the run) and the largest live tokens of a session after the run
@@ -19,8 +22,13 @@ during and just after the run) and the largest live tokens of a session after th
 machine are the ratios to the bare row of the same configuration: throughput (target
 ≥ 0.7×) and p99 of append and context (target ≤ 2×).
 
+``--baseline SRC`` adds a third server to each configuration: ``contextfold serve`` run
+from another checkout's ``src`` directory (e.g. the main branch), in the same rotation, so a
+change is measured against the code before it under the same load, with ratios to the same
+bare rows.
+
 Usage: python benchmarks/bench_service_speed.py [--quick] [--clients 32] [--rounds 40] [--repeat 2]
-    [--no-postgres]
+    [--no-postgres] [--baseline PATH/TO/OTHER/src]
 Writes benchmarks/results/service_speed.md. 127.0.0.1 only; every server started is
 stopped; the PostgreSQL databases are created and dropped here.
 """
@@ -39,7 +47,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,6 +73,7 @@ class Run:
     folds: int | None = None
     max_live: int | None = None
     over_budget: int = 0
+    cpu: dict[str, float] = field(default_factory=dict)  # seconds: server, folds, driver
 
     @property
     def ops(self) -> float:
@@ -80,6 +89,7 @@ class Target:
     context: Callable[[str], str]
     headers: Callable[[int], dict[str, str]]
     contextfold: bool
+    pid: int = 0  # the server's process (its children: worker processes, fold workers)
 
 
 def free_port() -> int:
@@ -131,13 +141,15 @@ def bare_server(store: str, processes: int) -> Iterator[Target]:
     try:
         wait_up(proc, url, "the bare app")
         yield Target(url, lambda s: f"/sessions/{s}/messages", lambda s: f"/sessions/{s}/context",
-                     lambda n: {}, contextfold=False)
+                     lambda n: {}, contextfold=False, pid=proc.pid)
     finally:
         stop(proc)
 
 
 @contextmanager
-def contextfold_server(store: str, processes: int, home: Path, clients: int) -> Iterator[Target]:
+def contextfold_server(store: str, processes: int, home: Path, clients: int,
+                       src: str | None = None) -> Iterator[Target]:
+    """``contextfold serve`` (``src``: run from that checkout's source directory)."""
     from contextfold.server.catalog import open_catalog
     from contextfold.server.keys import create_key
 
@@ -151,15 +163,17 @@ def contextfold_server(store: str, processes: int, home: Path, clients: int) -> 
     proc = subprocess.Popen(  # serve's defaults: no --config
         [sys.executable, "-m", "contextfold.cli", "serve", "--port", str(port), "--db", store,
          "--workers", str(processes), "--log-level", "warning"],
-        env={**os.environ, "CONTEXTFOLD_HOME": str(home)}, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        env={**os.environ, "CONTEXTFOLD_HOME": str(home),
+             **({"PYTHONPATH": src} if src else {})},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_up(proc, url, "contextfold serve")
         yield Target(url, lambda s: f"/v1/sessions/{s}/messages",
                      lambda s: f"/v1/sessions/{s}/context",
-                     lambda n: {"Authorization": f"Bearer {keys[n]}"}, contextfold=True)
+                     lambda n: {"Authorization": f"Bearer {keys[n]}"}, contextfold=True,
+                     pid=proc.pid)
     finally:
         stop(proc)
 
@@ -213,9 +227,10 @@ async def drive(target: Target, run: Run, clients: int, sessions: int, rounds: i
                 run.requests += 1
                 run.errors += not ok
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), cpu_seconds(target.pid)
     await asyncio.gather(*(client(n) for n in range(clients)))
     run.seconds = time.perf_counter() - started
+    run.cpu = {k: v - cpu.get(k, 0.0) for k, v in cpu_seconds(target.pid).items()}
     async with httpx.AsyncClient(base_url=target.url, headers=target.headers(0),
                                  timeout=60) as http:
         for session, ids in confirmed.items():
@@ -261,6 +276,52 @@ async def fold_report(http: httpx.AsyncClient, names: list[str], run: Run) -> No
         await asyncio.sleep(0.5)
 
 
+def describe(src: str) -> str:
+    """``src`` with the commit of its checkout, when it is one."""
+    try:
+        commit = subprocess.run(["git", "-C", src, "log", "-1", "--format=%h %s"],
+                                capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    return f"`{src}`" + (f" (commit {commit[:80]})" if commit else "")
+
+
+def cpu_seconds(pid: int) -> dict[str, float]:
+    """CPU seconds so far (Linux ``/proc``; empty elsewhere) of the server process ``pid``
+    and its descendants ("server"), its fold workers among them ("folds"), and of this
+    load generator ("driver")."""
+    out = {"driver": time.process_time()}
+    if not pid or not os.path.exists(f"/proc/{pid}/stat"):
+        return out
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with suppress(OSError, IndexError, ValueError):
+                parents[int(entry)] = int(_stat(int(entry))[1])
+    tick = os.sysconf("SC_CLK_TCK")
+    tree: list[int] = []
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        tree.append(p)
+        todo += [c for c, parent in parents.items() if parent == p]
+    out["server"] = out["folds"] = 0.0
+    for p in tree:
+        try:
+            fields = _stat(p)
+            cmdline = Path(f"/proc/{p}/cmdline").read_bytes()
+        except OSError:
+            continue
+        seconds = (int(fields[11]) + int(fields[12])) / tick
+        out["folds" if b"fold_workers" in cmdline else "server"] += seconds
+    return out
+
+
+def _stat(pid: int) -> list[str]:
+    """The fields of ``/proc/PID/stat`` after the command name (state is field 0)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
 def pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -284,23 +345,28 @@ def drop_pg(name: str) -> None:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def pair(store: str, label: str, processes: int, home: Path,
-         args: argparse.Namespace) -> tuple[Run, Run]:
-    """``args.repeat`` runs of each, alternating which goes first (bare, served, served,
-    bare, …), pooled: load that drifts during the run falls on both alike."""
+def group(store: str, label: str, processes: int, home: Path,
+         args: argparse.Namespace) -> list[Run]:
+    """``args.repeat`` runs of each server, the order reversed every other time (bare,
+    served[, baseline], [baseline,] served, bare, …), pooled: load that drifts during the
+    run falls on all alike. The bare row first."""
     bare = Run(f"bare FastAPI, {label}")
     served = Run(f"contextfold serve, {label}")
+    runs = [bare, served]
+    if args.baseline:
+        runs.append(Run(f"contextfold serve (baseline), {label}"))
     for r in range(args.repeat):
-        for which in ((bare, served) if r % 2 == 0 else (served, bare)):
+        for which in (runs if r % 2 == 0 else runs[::-1]):
             one = Run(which.label)
             if which is bare:
                 with bare_server(store, processes) as target:
                     warm_then_drive(target, one, args)
             else:
-                with contextfold_server(store, processes, home, args.clients) as target:
+                src = args.baseline if which is not served else None
+                with contextfold_server(store, processes, home, args.clients, src) as target:
                     warm_then_drive(target, one, args)
             pool(which, one)
-    return bare, served
+    return runs
 
 
 def pool(total: Run, one: Run) -> None:
@@ -314,6 +380,8 @@ def pool(total: Run, one: Run) -> None:
     total.lost += one.lost
     total.duplicated += one.duplicated
     total.over_budget += one.over_budget
+    for key, seconds in one.cpu.items():
+        total.cpu[key] = total.cpu.get(key, 0.0) + seconds
     if one.folds is not None:
         total.folds = (total.folds or 0) + one.folds
         total.max_live = max(total.max_live or 0, one.max_live or 0)
@@ -336,9 +404,13 @@ def row(r: Run, bare: Run | None) -> str:
         ratio = f" ({r.ops / bare.ops:.2f}×; p99 {append:.2f}× / {context:.2f}×)"
     folds = "–" if r.folds is None else str(r.folds)
     live = "–" if r.max_live is None else str(r.max_live)
+    turns = r.requests / 2
+    cpu = " / ".join("–" if k not in r.cpu or (k == "folds" and r.folds is None)
+                     else f"{r.cpu[k] / turns * 1000:.2f}" for k in ("server", "folds", "driver"))
     return (f"| {r.label} | {r.requests} | {r.ops:.0f}{ratio} "
             f"| {pct(r.append_ms, .5):.1f} / {pct(r.append_ms, .99):.1f} "
             f"| {pct(r.context_ms, .5):.1f} / {pct(r.context_ms, .99):.1f} "
+            f"| {cpu} "
             f"| {r.errors} | {r.lost} of {r.sent} | {r.duplicated} | {folds} | {live} |")
 
 
@@ -352,32 +424,35 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="15 rounds per client, 1 run")
     parser.add_argument("--no-postgres", action="store_true")
     parser.add_argument("--no-sqlite", action="store_true")
+    parser.add_argument("--baseline", metavar="SRC",
+                        help="also run contextfold serve from this source directory")
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.repeat = 15, 1
-    pairs: list[tuple[Run, Run]] = []
+    groups: list[list[Run]] = []
     load = os.getloadavg()[0]
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         if not args.no_sqlite:
-            pairs.append(pair(f"sqlite:///{home / 'speed.db'}", "SQLite, 1 process", 1, home,
+            groups.append(group(f"sqlite:///{home / 'speed.db'}", "SQLite, 1 process", 1, home,
                               args))
         if not args.no_postgres:
             url, name = pg_database()
             try:
-                pairs.append(pair(url, "PostgreSQL, 2 processes", 2, home, args))
+                groups.append(group(url, "PostgreSQL, 2 processes", 2, home, args))
             finally:
                 drop_pg(name)
     header = ("| server | requests | ops/s (vs bare; p99 append / context vs bare) "
-              "| append p50 / p99 ms | context p50 / p99 ms | errors | lost | duplicated "
-              "| folds committed | max live tokens after |")
-    lines = [header, "|" + "---|" * 10]
-    for bare, served in pairs:
-        lines += [row(bare, None), row(served, bare)]
+              "| append p50 / p99 ms | context p50 / p99 ms "
+              "| CPU ms per turn: server / fold workers / load generator "
+              "| errors | lost | duplicated | folds committed | max live tokens after |")
+    lines = [header, "|" + "---|" * 11]
+    for bare, *served in groups:
+        lines += [row(bare, None), *(row(s, bare) for s in served)]
     table = "\n".join(lines)
     print(table)
-    over = sum(s.over_budget for _, s in pairs)
+    over = sum(s.over_budget for _, *served in groups for s in served)
     end_load = os.getloadavg()[0]
     minutes = (time.monotonic() - started) / 60
     RESULTS.mkdir(exist_ok=True)
@@ -386,7 +461,7 @@ def main() -> None:
         f"`python benchmarks/bench_service_speed.py{' --quick' if args.quick else ''}`: "
         f"{args.clients} concurrent clients over {args.sessions} sessions, {args.rounds} turns "
         "each (append user + assistant with ids, then read the context); "
-        f"{args.repeat} runs of each server, alternating which goes first, pooled. "
+        f"{args.repeat} runs of each server, the order reversed every other time, pooled. "
         "`contextfold serve` "
         "with its default settings (folds by its background fold worker; budget 4,000); "
         "the bare app inserts two rows and selects the newest 40 on the same database. "
@@ -395,9 +470,12 @@ def main() -> None:
         f"Machine: {platform.platform()}, {os.cpu_count()} cores shared with other work "
         f"(1-minute load average {load:.1f} at the start, {end_load:.1f} at the end of "
         f"the {minutes:.0f}-minute run); the load generator runs on the same cores, so only "
-        "the ratios of the same run mean anything.\n\n" + table + "\n"
+        "the ratios of the same run mean anything."
+        + (f" Baseline: `contextfold serve` from {describe(args.baseline)}." if args.baseline
+           else "")
+        + "\n\n" + table + "\n"
     )
-    if any(r.errors or r.lost or r.duplicated or r.over_budget for p in pairs for r in p):
+    if any(r.errors or r.lost or r.duplicated or r.over_budget for p in groups for r in p):
         sys.exit(1)
 
 

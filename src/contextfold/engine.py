@@ -36,10 +36,11 @@ from functools import partial
 from typing import Any, Literal, TypeVar
 
 from .batch import fold_in_waves
-from .budget import budget_plan, check_budget, over_budget, policy_keep_last
-from .context import Context, bridge_turn_tokens, summary_overhead
+from .budget import check_budget, policy_keep_last
+from .context import Context, summary_overhead
 from .errors import ConfigError
 from .exclusive import fold_exclusively
+from .fold_planning import due_at, expected_summary_tokens, plan_fold, wants_fold, with_reserved
 from .folding import run_fold
 from .inline import inline, run_elsewhere
 from .masking import Masking
@@ -59,7 +60,7 @@ from .outcomes import (
     Usage,
     error_text,
 )
-from .policy import FoldPlan, Policy, SessionStats, TokenBudget, evolve, safe_cuts
+from .policy import Policy, SessionStats, TokenBudget
 from .privacy import Redactor
 from .privacy.guard import PrivacyGuard
 from .recall import Recall, recall_into
@@ -365,68 +366,21 @@ class AsyncMemory:
         return None
 
     def _with_reserved(self, stats: SessionStats) -> SessionStats:
-        if self._restorer is not None:  # the summary at the size the context shows it
-            stats = self._restorer.adjust(stats)
-        if stats.reserved_tokens == self._reserved:
-            return stats
-        return evolve(stats, reserved_tokens=self._reserved)
+        return with_reserved(self, stats)
 
     def expected_summary_tokens(self, stats: SessionStats) -> int | None:
-        """What the next fold's summary is expected to cost in the context, for the
-        policy's plan (it bounds this by its cap): None for a summarizer that fills its
-        cap (``fills_cap``, the extractive one) or before anything is known; else the
-        larger of this session's current summary and the recent summaries this memory
-        committed — a rolling summary rarely shrinks, and a bigger one than planned only
-        makes the view trim and the next fold come sooner."""
-        if getattr(self.summarizer, "fills_cap", False) is True:
-            return None
-        known = [stats.summary_tokens] if stats.summary_version else []
-        known.extend(self._recent_summaries)
-        return max(known) if known else None
+        """What the next fold's summary is expected to cost in the context (see
+        :func:`~contextfold.fold_planning.expected_summary_tokens`)."""
+        return expected_summary_tokens(self, stats)
 
     def _wants_fold(self, stats: SessionStats, now: datetime | None = None) -> bool:
-        stats, now = self._with_reserved(stats), self.clock() if now is None else now
-        if not self.policy.triggered(stats, now) and not self._over_budget(stats):
-            return False  # masked sizes are never larger: no stand-in needs making to know
-        if self.masking is None:
-            return True
-        # with masking, the policy sees the live messages at the size they are shown
-        shown = self._views.masked_stats(stats.session_id, stats, self._live_limit(stats))
-        return self.policy.triggered(shown, now) or self._over_budget(shown)
-
-    def _over_budget(self, stats: SessionStats) -> bool:
-        """The budget as a hard trigger: the whole context (a bridge turn counted) would
-        not fit ``max_tokens``, so a view would have to leave live messages out."""
-        budget = self.max_tokens
-        return budget is not None and over_budget(stats, budget, bridge_turn_tokens(self.counter))
-
-    def _budget_plan(
-        self, stats: SessionStats, live: Sequence[StoredMessage], now: datetime
-    ) -> FoldPlan | None:
-        """The fold the budget makes due (None: within it)."""
-        if self.max_tokens is None:
-            return None
-        bridged = evolve(stats, reserved_tokens=stats.reserved_tokens
-                         + bridge_turn_tokens(self.counter))
-        return budget_plan(bridged, live, now, self.max_tokens, keep_last=self._keep_last,
-                           summary_max_tokens=self.summary_max_tokens)
-
-    def _live_limit(self, stats: SessionStats) -> int | None:
-        """With a ``TokenBudget``: the live tokens above which it fires (the fold check with
-        masking makes no stand-in for messages older than that many shown tokens, which any
-        fold takes); None for other policies."""
-        if not isinstance(self.policy, TokenBudget):
-            return None
-        return self.policy.live_limit(stats)
+        return wants_fold(self, stats, now)
 
     def due_at(self, stats: SessionStats) -> datetime | None:
         """When the policy next wants to fold this session: now if it fires, else its
         ``due_at(stats)`` (idle timeouts) if it has one, else None. Pure without masking
         (the append's :data:`~.stores.base.DueCheck`, run in the store's transaction)."""
-        if self._wants_fold(stats):
-            return self.clock()
-        due_at = getattr(self.policy, "due_at", None)
-        return due_at(self._with_reserved(stats)) if callable(due_at) else None
+        return due_at(self, stats)
 
     # -- folding ---------------------------------------------------------------------------
 
@@ -476,47 +430,6 @@ class AsyncMemory:
             self._inflight.discard(sid)
             self._lease_taken.pop(sid, None)
 
-    async def _plan(
-        self, store: Store, sid: str, force: bool, snap: Snapshot | None = None
-    ) -> tuple[Snapshot, FoldPlan] | None:
-        if snap is None:  # fold_many passes the snapshot it read for the whole wave
-            snap = await store.snapshot(sid)
-        if snap is None:
-            return None
-        stats = evolve(
-            snap.stats,
-            reserved_tokens=self._reserved,
-            expected_summary_tokens=self.expected_summary_tokens(snap.stats),
-            # what the summarizer re-reads: the summary text, not the block framing it
-            summary_reread_tokens=max(0, snap.stats.summary_tokens - self._summary_overhead)
-            if snap.stats.summary_version
-            else 0,
-        )
-        if self._restorer is not None:  # the summary at the size the context shows it
-            stats = self._restorer.adjust(stats)
-        live: Sequence[StoredMessage] = snap.live
-        limit = self._live_limit(stats)  # independent of live_tokens: masking leaves it as is
-        if not force:  # with masking: fold only when masking is not enough
-            stats, live = self._views.masked_plan_input(sid, stats, live, limit)
-        now = self.clock()
-        fired = force or self.policy.triggered(stats, now)
-        if not fired and not self._over_budget(stats):
-            return None
-        plan: FoldPlan | None
-        if force:  # everything but the policy's newest keep_last, up to a safe cut
-            keep = self._keep_last
-            cut = max(c for c in safe_cuts(live) if c <= max(0, len(live) - keep))
-            reason = f"forced (the newest {keep} kept)" if keep else "forced"
-            plan = FoldPlan(live[0].seq, live[cut - 1].seq, reason) if cut else None
-        else:
-            plan = self.policy.plan(stats, live, now) if fired else None
-            over = self._budget_plan(stats, live, now)
-            if over is not None and (plan is None or over.hi > plan.hi):
-                plan = over if plan is None or plan.action == "fold" else plan
-            # masking on: the newest result stays, until the conversation has moved on
-            plan = self._views.keep_newest_result(sid, plan, limit)
-        return (snap, plan) if plan is not None else None
-
     async def _fold(
         self,
         sid: str,
@@ -527,7 +440,7 @@ class AsyncMemory:
         summarized: Callable[[], None] | None = None,
     ) -> FoldOutcome:
         store = await self._ready()
-        planned = await self._plan(store, sid, force, snap)
+        planned = await plan_fold(self, store, sid, force, snap)
         if planned is None:
             return FoldOutcome(sid, "skipped", "policy did not fire")
         return await run_fold(self, store, sid, *planned, key, lease, summarized)

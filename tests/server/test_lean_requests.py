@@ -11,6 +11,8 @@ import json
 import time
 from pathlib import Path
 
+import httpx
+
 from contextfold import AsyncMemory, TokenBudget
 from contextfold.server.catalog import open_catalog
 from contextfold.server.config import ServerConfig
@@ -18,6 +20,8 @@ from contextfold.server.keys import Tenant
 from contextfold.server.limits import RateLimiter
 from contextfold.server.metrics import Metrics
 from contextfold.server.tenancy import ServerState
+
+from .conftest import assistant, user
 
 
 def turns(n: int) -> list[dict[str, str]]:
@@ -91,3 +95,33 @@ def test_a_late_activity_write_never_brings_a_deleted_row_back(tmp_path: Path) -
 
     asyncio.run(main())
     catalog.close()
+
+
+def test_the_lean_path_answers_as_the_declared_parameters_do(alice: httpx.Client) -> None:
+    """An append with ``application/json`` and a context read without a query string take
+    the lean path; the same requests through FastAPI's own parameter solving (another JSON
+    content type; a query string) get the same answers, errors included."""
+    batch = {"messages": [user("the plan for the review", "m1"), assistant("noted", "m2")]}
+    answers = []
+    for content_type, query in (("application/json", ""),
+                                ("application/vnd.x+json", "?format=openai")):
+        session = f"lean-{content_type.split('/')[1].split('+')[0]}"
+        posted = alice.post(f"/v1/sessions/{session}/messages", content=json.dumps(batch),
+                            headers={"content-type": content_type})
+        read = alice.get(f"/v1/sessions/{session}/context{query}")
+        assert posted.status_code == 200 and read.status_code == 200, (posted.text, read.text)
+        append, context = posted.json(), read.json()
+        assert append.pop("session_id") == context.pop("session_id") == session
+        append["stats"].pop("last_activity")
+        answers.append((append, context))
+    assert answers[0] == answers[1]
+    for body in (b"{not json", b'{"messages": []}', b'{"messages": [{"role": "x"}]}'):
+        lean = alice.post("/v1/sessions/lean-bad/messages", content=body,
+                          headers={"content-type": "application/json"})
+        declared = alice.post("/v1/sessions/lean-bad/messages", content=body,
+                              headers={"content-type": "application/vnd.x+json"})
+        assert lean.status_code in (400, 422) and lean.json() == declared.json()
+    for session in ("bad%20id", "x" * 201):
+        lean = alice.get(f"/v1/sessions/{session}/context")
+        declared = alice.get(f"/v1/sessions/{session}/context?format=openai")
+        assert lean.status_code == 422 and lean.json() == declared.json()

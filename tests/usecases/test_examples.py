@@ -82,7 +82,7 @@ EXTRA_MODULES = ("tiktoken", "psycopg", "psycopg_pool", "openai", "anthropic", "
                  "phonenumbers", "presidio_analyzer", "hypothesis", "pytest", "fastapi",
                  "fastapi_offline", "uvicorn", "prometheus_client", "httpx", "schemathesis",
                  "playwright", "langchain", "langgraph", "pydantic_ai", "agents", "llama_index",
-                 "redis")
+                 "redis", "orjson")
 _PLAIN_INSTALL = """
 import importlib.abc, runpy, sys
 BLOCKED = {blocked!r}
@@ -109,7 +109,8 @@ def test_extra_modules_cover_every_optional_dependency() -> None:
                "phonenumbers": "phonenumbers", "presidio-analyzer": "presidio_analyzer",
                "pytest": "pytest", "hypothesis": "hypothesis", "fastapi": "fastapi",
                "fastapi-offline": "fastapi_offline",
-               "uvicorn": "uvicorn", "prometheus-client": "prometheus_client", "httpx": "httpx",
+               "uvicorn": "uvicorn", "prometheus-client": "prometheus_client", "orjson": "orjson",
+               "httpx": "httpx",
                "schemathesis": "schemathesis", "playwright": "playwright",
                "langchain": "langchain", "langgraph": "langgraph",
                "langgraph-checkpoint-sqlite": "langgraph", "pydantic-ai-slim": "pydantic_ai",

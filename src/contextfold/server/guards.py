@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
+import sys
 from collections.abc import AsyncIterator
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -188,6 +188,22 @@ def _bearer(scope: Scope) -> str | None:
     return None
 
 
+if sys.version_info >= (3, 11):
+
+    async def _by(deadline: float, receive: Receive) -> Message:
+        """The next message if it comes before ``deadline`` (event loop time), else
+        ``TimeoutError`` — without the task ``wait_for`` makes per call."""
+        if deadline <= asyncio.get_running_loop().time():
+            raise asyncio.TimeoutError  # (as wait_for: an expired deadline never waits)
+        async with asyncio.timeout_at(deadline):
+            return await receive()
+
+else:  # pragma: no cover - Python 3.10
+
+    async def _by(deadline: float, receive: Receive) -> Message:
+        return await asyncio.wait_for(receive(), deadline - asyncio.get_running_loop().time())
+
+
 class BodyDeadlineMiddleware:
     """408 ``request_timeout`` (connection closed) when the body has not fully arrived
     ``seconds`` after the headers."""
@@ -200,7 +216,7 @@ class BodyDeadlineMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        deadline = time.monotonic() + self.seconds
+        deadline = asyncio.get_running_loop().time() + self.seconds
         done = False
         timed_out = False
         started = False
@@ -210,7 +226,7 @@ class BodyDeadlineMiddleware:
             if done:
                 return await receive()
             try:
-                message = await asyncio.wait_for(receive(), deadline - time.monotonic())
+                message = await _by(deadline, receive)
             except asyncio.TimeoutError:  # (builtin TimeoutError only from 3.11)
                 timed_out = True
                 raise ProblemError(

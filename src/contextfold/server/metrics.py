@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -68,6 +69,21 @@ class Metrics:
             "Messages appended (duplicates excluded)",
             registry=self.registry,
         )
+        # labelled children by label values (a bounded set, see the module): prometheus's
+        # ``labels()`` checks and locks on every call, which every request paid twice
+        self._answered: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+
+    def answered(self, method: str, route: str, status: int, seconds: float) -> None:
+        """Count one answered request and its time."""
+        key = (method, route, status)
+        children = self._answered.get(key)
+        if children is None:
+            children = self._answered[key] = (
+                self.requests.labels(method, route, str(status)),
+                self.latency.labels(method, route),
+            )
+        children[0].inc()
+        children[1].observe(seconds)
 
     def fold(self, outcome: FoldOutcome | None) -> None:
         if outcome is None:
@@ -117,8 +133,7 @@ class MetricsMiddleware:
             elapsed = time.perf_counter() - started
             route = getattr(scope.get("route"), "path", None) or "unmatched"
             method = method_label(scope.get("method", ""))
-            self.metrics.requests.labels(method, route, str(status)).inc()
-            self.metrics.latency.labels(method, route).observe(elapsed)
+            self.metrics.answered(method, route, status, elapsed)
             tenant = scope.get("state", {}).get("tenant")
             _access.info(
                 "%s %s %d %.1fms tenant=%s",

@@ -46,7 +46,7 @@ from .base import (
     keeps_summary_text,
 )
 from .live_cache import LiveCache
-from .postgres_append import NothingToWrite, append_messages, lock_session
+from .postgres_append import AppendTurns, NothingToWrite, append_messages, lock_session
 from .postgres_commits import COMMIT_FOLD, COMMIT_FOLDS, CommitGroup, explain_commit_miss
 from .postgres_schema import (
     LEDGER_INSERT,
@@ -146,6 +146,7 @@ class PostgresStore:
         self._closed = False
         self._decoder = MessageDecoder()
         self._live = LiveCache()
+        self._appends = AppendTurns()
         self._commits = CommitGroup(self._commit_one, self._commit_many)
 
     def __repr__(self) -> str:
@@ -255,7 +256,10 @@ class PostgresStore:
             )
 
         try:
-            return await self._tx(do)
+            if inline():  # the sync front: one step at a time in its thread anyway
+                return await self._tx(do)
+            async with self._appends.turn(session_id):
+                return await self._tx(do)
         except NothingToWrite as nothing:
             return nothing.result
 

@@ -1,11 +1,21 @@
 """The PostgreSQL store's append: one transaction that locks the session's row (creating
 it on the first append), adds the new messages with their full-text ``search`` column
-(:mod:`.postgres_search`) and moves the running totals."""
+(:mod:`.postgres_search`) and moves the running totals.
+
+Appends to one session run one at a time (the row lock). Within a process at most two of
+them hold a pooled connection (:class:`AppendTurns`): the one holding the lock and the next,
+already waiting for it in the database; the rest wait here. An append waiting for the row
+lock held a connection the whole time, so a few busy sessions' appends filled the pool and
+every other request — a context read, an append to a quiet session — waited for a
+connection behind them.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 
@@ -15,7 +25,34 @@ from .postgres_schema import SESSION_COLS
 from .rows import MessageDecoder, session_stats
 from .search import index_text
 
-__all__ = ["NothingToWrite", "append_messages", "lock_session"]
+__all__ = ["AppendTurns", "NothingToWrite", "append_messages", "lock_session"]
+
+
+class AppendTurns:
+    """At most ``AT_ONCE`` appends per session and event loop of this process hold a
+    connection; a session's entry lives while some append to it runs or waits."""
+
+    AT_ONCE = 2
+
+    def __init__(self) -> None:
+        self._turns: dict[tuple[object, str], tuple[asyncio.Semaphore, int]] = {}
+
+    @asynccontextmanager
+    async def turn(self, session_id: str) -> AsyncIterator[None]:
+        key = (asyncio.get_running_loop(), session_id)
+        lock, users = self._turns.get(key, (None, 0))
+        if lock is None:
+            lock = asyncio.Semaphore(self.AT_ONCE)
+        self._turns[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._turns[key]
+            if users <= 1:
+                del self._turns[key]
+            else:
+                self._turns[key] = (lock, users - 1)
 
 
 class NothingToWrite(Exception):
