@@ -137,3 +137,23 @@ def test_under_any_policy_a_steady_view_never_leaves_live_messages_out(
             ctx = memory.context("s")
             assert ctx.tokens <= budget
             assert ctx.omitted == 0, (i, policy, ctx.omitted, ctx.tokens, budget)
+
+
+def test_a_policy_fold_whose_summary_outgrows_what_it_folded_folds_again_within_budget() -> None:
+    """``FixedCells`` folds one short message into a summary longer than it was, which
+    leaves the whole context over the budget: the same fold call folds again, as the
+    budget plans it, so the next view leaves nothing out (found by the property above)."""
+    sizes = [38, 23, 31, 16, 30, 36, 27, 16, 21, 20, 16, 38, 31, 24]
+    rnd = random.Random(908)
+    with Memory("memory://", policy=FixedCells(13), max_tokens=478) as memory:
+        outcome = None
+        for i, words in enumerate(sizes):
+            outcome = memory.add("s", {"role": "user" if i % 2 == 0 else "assistant",
+                                       "content": _text(rnd, words)}).fold
+        assert outcome is not None and outcome.status == "committed"
+        assert outcome.reason.endswith("then the budget")  # one fold was not enough
+        assert outcome.messages_folded > 1
+        assert [e.outcome for e in memory.ledger("s")] == ["committed", "committed"]
+        ctx = memory.context("s")
+        assert ctx.omitted == 0 and ctx.tokens <= 478
+        asyncio.run(check_invariant(memory.store, "s"))

@@ -41,7 +41,7 @@ from .context import Context, summary_overhead
 from .errors import ConfigError
 from .exclusive import fold_exclusively
 from .fold_planning import due_at, expected_summary_tokens, plan_fold, wants_fold, with_reserved
-from .folding import run_fold
+from .folding import refold_over_budget, run_fold
 from .inline import inline, run_elsewhere
 from .masking import Masking
 from .messages import (
@@ -443,7 +443,8 @@ class AsyncMemory:
         planned = await plan_fold(self, store, sid, force, snap)
         if planned is None:
             return FoldOutcome(sid, "skipped", "policy did not fire")
-        return await run_fold(self, store, sid, *planned, key, lease, summarized)
+        outcome = await run_fold(self, store, sid, *planned, key, lease, summarized)
+        return await refold_over_budget(self, store, sid, outcome, lease)
 
     async def fold_many(
         self,

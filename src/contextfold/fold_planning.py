@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "due_at",
     "expected_summary_tokens",
+    "over_budget_shown",
     "plan_fold",
     "wants_fold",
     "with_reserved",
@@ -71,6 +72,18 @@ def wants_fold(memory: AsyncMemory, stats: SessionStats, now: datetime | None = 
     # with masking, the policy sees the live messages at the size they are shown
     shown = memory._views.masked_stats(stats.session_id, stats, _live_limit(memory, stats))
     return policy.triggered(shown, now) or _over_budget(memory, shown)
+
+
+def over_budget_shown(memory: AsyncMemory, stats: SessionStats) -> bool:
+    """True when the whole context would not fit the budget, with masking at the size the
+    live messages are shown (the budget's half of :func:`wants_fold`)."""
+    stats = with_reserved(memory, stats)
+    if not _over_budget(memory, stats):
+        return False
+    if memory.masking is None:
+        return True
+    shown = memory._views.masked_stats(stats.session_id, stats, _live_limit(memory, stats))
+    return _over_budget(memory, shown)
 
 
 def due_at(memory: AsyncMemory, stats: SessionStats) -> datetime | None:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from .context import render_summary
 from .errors import ConflictError, ContextFoldError, SummarizationError
 from .exclusive import fresh_lease
+from .fold_planning import over_budget_shown, plan_fold
 from .outcomes import FoldOutcome, FoldStatus, error_text, record_cancelled, record_failure
 from .policy import FoldPlan
 from .stores.base import FoldCommit, Lease, LedgerEntry, Snapshot, Store
@@ -159,3 +160,49 @@ async def run_fold(
         entry.latency_ms,
         tuple(m.message.id for m in span if m.message.id),
     )
+
+
+#: Most extra folds one fold call makes to bring the context back within the budget.
+MAX_BUDGET_REFOLDS = 2
+
+
+async def refold_over_budget(
+    memory: AsyncMemory, store: Store, sid: str, outcome: FoldOutcome, lease: Lease | None
+) -> FoldOutcome:
+    """After a committed fold whose new summary left the whole context over the budget — a
+    policy that folds a few short messages into a summary longer than they were (say
+    ``FixedCells``) — fold again at once, as the budget plans it (at most
+    :data:`MAX_BUDGET_REFOLDS` times), so no view has to leave live messages out until the
+    next append. The outcome returned covers every fold made; a further fold that fails is
+    in the ledger and leaves the committed one as it is."""
+    for _ in range(MAX_BUDGET_REFOLDS):
+        if outcome.status != "committed" or memory.max_tokens is None:
+            return outcome
+        snap = await store.snapshot(sid)
+        if snap is None or not over_budget_shown(memory, snap.stats):
+            return outcome
+        planned = await plan_fold(memory, store, sid, False, snap)
+        if planned is None:
+            return outcome
+        try:
+            more = await run_fold(memory, store, sid, *planned, None, lease)
+        except ContextFoldError as exc:  # raise_errors: the first fold still stands
+            log.warning("session %s: a fold to get back within the budget failed: %s",
+                        sid, error_text(exc))
+            return outcome
+        if more.status != "committed":
+            return outcome
+        outcome = replace(
+            outcome,
+            reason=f"{outcome.reason}; then the budget",
+            hi=more.hi,
+            messages_folded=outcome.messages_folded + more.messages_folded,
+            tokens_folded=outcome.tokens_folded + more.tokens_folded,
+            summary=more.summary,
+            input_tokens=outcome.input_tokens + more.input_tokens,
+            output_tokens=outcome.output_tokens + more.output_tokens,
+            calls=outcome.calls + more.calls,
+            latency_ms=outcome.latency_ms + more.latency_ms,
+            folded_ids=outcome.folded_ids + more.folded_ids,
+        )
+    return outcome
