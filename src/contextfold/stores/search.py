@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -36,6 +36,7 @@ from ..errors import ValidationError
 from ..messages import Message, Role, StoredMessage, render_text
 
 __all__ = [
+    "BROAD_MESSAGES",
     "MAX_GROUPS",
     "MAX_INDEX_CHARS",
     "MAX_LIMIT",
@@ -44,12 +45,14 @@ __all__ = [
     "PREFIX_MIN",
     "SearchHit",
     "SearchRequest",
+    "broad_terms",
     "check_limit",
     "clean_terms",
     "fold",
     "index_text",
     "make_hit",
     "matched_terms",
+    "selective_search",
     "snippet",
     "term_groups",
     "term_matches",
@@ -68,6 +71,16 @@ MAX_LIMIT = 1000
 MAX_GROUPS = 500
 #: Terms at least this long also match as word prefixes.
 PREFIX_MIN = 4
+#: How many messages a search's *selective* terms may hold together: the rarest terms
+#: up to this many messages are selective, the others broad (:func:`broad_terms`). A
+#: search with broad terms ranks first only the messages that match a term group with a
+#: selective term (:func:`selective_search`); when that finds ``limit`` hits they are
+#: the result, else every match is ranked as usual. Ranking costs the
+#: engine per matched message (FTS5's BM25 about 1-5 µs, PostgreSQL's ``ts_rank_cd``
+#: more), and two common words ("photo", "support", a speaker's name) can match tens of
+#: thousands of a long session's messages — which also rank below the messages with a
+#: rare word of the query.
+BROAD_MESSAGES = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,6 +284,41 @@ def term_groups(terms: Sequence[str], min_matched: int) -> list[tuple[str, ...]]
     if len(groups) > MAX_GROUPS:
         groups = [tuple(g) for g in combinations(terms, 2)][:MAX_GROUPS]
     return groups
+
+
+def broad_terms(counts: Mapping[str, int]) -> set[str]:
+    """The broad terms of a search, from how many messages hold each term (``counts``,
+    terms in query order; a count may stop just above :data:`BROAD_MESSAGES`): all but
+    the rarest terms that together are in at most :data:`BROAD_MESSAGES` messages (the
+    rarest one always counts as selective). Empty when the terms are rare enough."""
+    order = sorted(counts, key=lambda t: counts[t])  # stable: ties in query order
+    total = 0
+    for i, term in enumerate(order):
+        total += counts[term]
+        if i and total > BROAD_MESSAGES:
+            return set(order[i:])
+    return set()
+
+
+def selective_search(
+    groups: Sequence[tuple[str, ...]], broad: Iterable[str]
+) -> tuple[list[tuple[str, ...]], list[str]] | None:
+    """What a store searches first when some terms are broad (:func:`broad_terms`):
+    ``(groups, required)`` — messages matching one of these ``groups`` and, when
+    ``required`` is not empty, one of its terms too. Groups of two or more terms: those
+    with a selective term (a broad term still weighs in them). Single terms: all of them,
+    and a selective one required, so that a message with a broad term besides a
+    selective one still ranks above one with the selective term alone. None when nothing
+    is left out (no broad term, or every term broad)."""
+    wide = set(broad)
+    terms = list(dict.fromkeys(t for g in groups for t in g))
+    selective = [t for t in terms if t not in wide]
+    if not wide.intersection(terms) or not selective:
+        return None
+    if all(len(g) == 1 for g in groups):
+        return list(groups), selective
+    kept = [g for g in groups if not wide.issuperset(g)]
+    return (kept, []) if len(kept) < len(groups) else None
 
 
 @dataclass(frozen=True)
