@@ -187,13 +187,12 @@ def term_matches(term: str, word: str) -> bool:
 
 
 def matched_terms(text: str, terms: Sequence[str]) -> int:
-    """How many of the cleaned ``terms`` occur in the indexed ``text``."""
-    have = set(text.split())
-    count = 0
-    for term in terms:
-        if term in have or (len(term) >= PREFIX_MIN and any(w.startswith(term) for w in have)):
-            count += 1
-    return count
+    """How many of the cleaned ``terms`` occur in the indexed ``text`` (words separated
+    by single spaces, as :func:`index_text` joins them)."""
+    padded = f" {text} "  # a word begins after a space: one substring scan per term
+    return sum(
+        (f" {term}" if len(term) >= PREFIX_MIN else f" {term} ") in padded for term in terms
+    )
 
 
 _SNIPPET_BEFORE = 60
