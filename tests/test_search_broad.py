@@ -5,6 +5,7 @@ ranking every match when the selective search finds fewer than ``limit`` hits.""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import tempfile
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -51,32 +52,35 @@ def test_broad_terms_are_the_common_ones_beyond_the_rare_ones_budget(data: Any) 
 
 @settings(max_examples=200, deadline=None)
 @given(TERMS, st.integers(1, 4), st.data())
-def test_selective_search_keeps_only_matches_with_a_selective_term(
+def test_selective_search_leaves_out_only_matches_of_broad_terms_alone(
     terms: list[str], m: int, data: Any
 ) -> None:
     broad = set(data.draw(st.lists(st.sampled_from(terms), unique=True)))
     groups = term_groups(terms, m)
     narrow = selective_search(groups, broad)
     selective = [t for t in terms if t not in broad]
+    only_broad = [g for g in groups if broad.issuperset(g)]
     if narrow is None:
-        dropped = [g for g in groups if broad.issuperset(g)]
-        assert not broad or not selective or (len(groups[0]) > 1 and not dropped)
+        assert not broad or not selective or (len(groups[0]) > 1 and not only_broad)
         return
-    kept, required = narrow
-    assert kept and set(kept) <= set(groups)
-    if len(groups[0]) == 1:  # single terms: all kept (they weigh in the rank), one required
-        assert kept == groups and required == selective
-    else:
-        assert required == [] and all(not broad.issuperset(g) for g in kept)
-        assert [g for g in groups if g not in kept] == [
-            g for g in groups if broad.issuperset(g)]
+    assert narrow and broad and selective
+    for words in itertools.chain.from_iterable(
+            itertools.combinations(terms, k) for k in range(1, len(terms) + 1)):
+        # a message holding exactly these terms: searched first iff it matches a group
+        # with a selective term, or (single terms) two terms with a broad one
+        found = any(set(g) <= set(words) for g in narrow)
+        if len(groups[0]) == 1:
+            assert found == (bool(set(words) - broad) or len(words) >= 2)
+        else:
+            assert found == any(set(g) <= set(words) and not broad.issuperset(g)
+                                for g in groups)
 
 
-def test_queries_require_a_selective_term_alike_in_both_engines() -> None:
-    groups, required = [("go",), ("zebra",)], ["zebra"]
-    assert sqlite_search.match_expression(groups, required) == '("go" OR "zebra"*) AND ("zebra"*)'
-    assert tsquery_text(groups, required) == "('go' | 'zebra':*) & ('zebra':*)"
-    assert sqlite_search.match_expression(groups) == '"go" OR "zebra"*'
+def test_queries_of_the_selective_search_in_both_engines() -> None:
+    narrow = selective_search([("go",), ("zebra",)], {"go"})
+    assert narrow == [("zebra",), ("go", "zebra")]
+    assert sqlite_search.match_expression(narrow) == '"zebra"* OR ("go" AND "zebra"*)'
+    assert tsquery_text(narrow) == "'zebra':* | ('go' & 'zebra':*)"
 
 
 def test_postgres_term_stats_count_a_lexeme_and_the_words_a_long_term_begins() -> None:
@@ -126,8 +130,8 @@ def test_selective_matches_first_and_every_match_when_they_are_too_few(
         assert len(searched) == 2
         searched.clear()
         one = await store.search("s", ["photo", "zebra"], limit=2)
-        assert sorted(h.seq for h in one) == [6, 7]  # zebra required, photo still weighs
-        assert searched == ['("photo"* OR "zebra"*) AND ("zebra"*)']
+        assert sorted(h.seq for h in one) == [6, 7]
+        assert searched == ['"zebra"* OR ("photo"* AND "zebra"*)']
         await store.close()
 
     asyncio.run(main(make()))

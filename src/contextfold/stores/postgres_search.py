@@ -110,21 +110,17 @@ def check_config(config: str) -> str:
     return config
 
 
-def tsquery_text(groups: Sequence[Sequence[str]], required: Sequence[str] = ()) -> str:
+def tsquery_text(groups: Sequence[Sequence[str]]) -> str:
     """``to_tsquery`` input matching any of the ``groups`` of cleaned terms (all terms of
-    a group; long terms as prefixes), see :func:`~.search.term_groups`, and, if any, one
-    of the ``required`` terms."""
+    a group; long terms as prefixes), see :func:`~.search.term_groups`."""
 
     def term(t: str) -> str:
         return f"'{t}'" + (":*" if len(t) >= PREFIX_MIN else "")
 
-    text = " | ".join(
+    return " | ".join(
         term(g[0]) if len(g) == 1 else "(" + " & ".join(term(t) for t in g) + ")"
         for g in groups
     )
-    if not required:
-        return text
-    return f"({text}) & (" + " | ".join(term(t) for t in required) + ")"
 
 
 @dataclass
@@ -268,7 +264,7 @@ async def search_messages(
     if stats is not None and len(terms) > 1:
         narrow = selective_search(groups, broad_terms(await stats.counts(conn, terms)))
     if narrow is not None:
-        cur = await conn.execute(SEARCH, {**params, "q": tsquery_text(*narrow)})
+        cur = await conn.execute(SEARCH, {**params, "q": tsquery_text(narrow)})
         rows = await cur.fetchall()
     if len(rows) < query.limit:
         cur = await conn.execute(SEARCH, {**params, "q": tsquery_text(groups)})

@@ -72,14 +72,14 @@ MAX_GROUPS = 500
 #: Terms at least this long also match as word prefixes.
 PREFIX_MIN = 4
 #: How many messages a search's *selective* terms may hold together: the rarest terms
-#: up to this many messages are selective, the others broad (:func:`broad_terms`). A
-#: search with broad terms ranks first only the messages that match a term group with a
-#: selective term (:func:`selective_search`); when that finds ``limit`` hits they are
-#: the result, else every match is ranked as usual. Ranking costs the
-#: engine per matched message (FTS5's BM25 about 1-5 µs, PostgreSQL's ``ts_rank_cd``
-#: more), and two common words ("photo", "support", a speaker's name) can match tens of
-#: thousands of a long session's messages — which also rank below the messages with a
-#: rare word of the query.
+#: up to this many messages are selective, the others broad (:func:`broad_terms`; the
+#: stores count every session's messages, as BM25's term weights do). A search with broad
+#: terms ranks first only the matches with a selective term (:func:`selective_search`);
+#: when that finds ``limit`` hits they are the result, else every match is ranked as
+#: usual. Ranking costs the engine per matched message (FTS5's BM25 some µs, PostgreSQL's
+#: ``ts_rank_cd`` more, growing with the query), and two common words ("photo",
+#: "support", a speaker's name) can match thousands of a long session's messages, which
+#: mostly rank below the matches with a rare word of the query anyway.
 BROAD_MESSAGES = 1000
 
 
@@ -301,23 +301,24 @@ def broad_terms(counts: Mapping[str, int]) -> set[str]:
 
 def selective_search(
     groups: Sequence[tuple[str, ...]], broad: Iterable[str]
-) -> tuple[list[tuple[str, ...]], list[str]] | None:
-    """What a store searches first when some terms are broad (:func:`broad_terms`):
-    ``(groups, required)`` — messages matching one of these ``groups`` and, when
-    ``required`` is not empty, one of its terms too. Groups of two or more terms: those
-    with a selective term (a broad term still weighs in them). Single terms: all of them,
-    and a selective one required, so that a message with a broad term besides a
-    selective one still ranks above one with the selective term alone. None when nothing
-    is left out (no broad term, or every term broad)."""
+) -> list[tuple[str, ...]] | None:
+    """The term groups a store searches first when some terms are broad
+    (:func:`broad_terms`): those of ``groups`` (see :func:`term_groups`) with a selective
+    term — a broad term still weighs in a message's rank through its groups with
+    selective terms. Single terms: the selective ones, and every pair with a broad term
+    (a message with two broad terms, or one besides a selective term, ranks as it would
+    among all the matches). None when nothing would be left out: no broad term, every
+    term broad, or no group made of broad terms only."""
     wide = set(broad)
     terms = list(dict.fromkeys(t for g in groups for t in g))
-    selective = [t for t in terms if t not in wide]
-    if not wide.intersection(terms) or not selective:
+    if not wide.intersection(terms) or wide.issuperset(terms):
         return None
-    if all(len(g) == 1 for g in groups):
-        return list(groups), selective
+    if len(groups[0]) == 1:
+        singles = [g for g in groups if g[0] not in wide]
+        pairs: list[tuple[str, ...]] = [g for g in combinations(terms, 2) if wide.intersection(g)]
+        return singles + pairs if len(singles) + len(pairs) <= MAX_GROUPS else None
     kept = [g for g in groups if not wide.issuperset(g)]
-    return (kept, []) if len(kept) < len(groups) else None
+    return kept if len(kept) < len(groups) else None
 
 
 @dataclass(frozen=True)

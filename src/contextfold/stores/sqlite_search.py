@@ -141,22 +141,18 @@ def unindex(conn: sqlite3.Connection, key: int, lo: int = 1, hi: int = MAX_SEQ) 
     conn.execute("DELETE FROM message_words WHERE id BETWEEN ? AND ?", ids)
 
 
-def match_expression(groups: Sequence[Sequence[str]], required: Sequence[str] = ()) -> str:
+def match_expression(groups: Sequence[Sequence[str]]) -> str:
     """An FTS5 query matching any of the ``groups`` of cleaned terms (see
-    :func:`~.search.term_groups`; each term quoted, long ones also as prefixes) and, if
-    any, one of the ``required`` terms. Terms hold only word characters (see
-    :func:`~.search.clean_terms`)."""
+    :func:`~.search.term_groups`; each term quoted, long ones also as prefixes). Terms hold
+    only word characters (see :func:`~.search.clean_terms`)."""
 
     def term(t: str) -> str:
         return f'"{t}"' + ("*" if len(t) >= PREFIX_MIN else "")
 
-    expr = " OR ".join(
+    return " OR ".join(
         term(g[0]) if len(g) == 1 else "(" + " AND ".join(term(t) for t in g) + ")"
         for g in groups
     )
-    if not required:
-        return expr
-    return f"({expr}) AND (" + " OR ".join(term(t) for t in required) + ")"
 
 
 def term_counts(conn: sqlite3.Connection, terms: Iterable[str]) -> dict[str, int]:
@@ -199,7 +195,7 @@ def search_ids(
     terms = dict.fromkeys(t for g in groups for t in g)
     narrow = selective_search(groups, broad_terms(term_counts(conn, terms)))
     if narrow is not None:
-        found = _ranked(conn, match_expression(*narrow), first, last, limit)
+        found = _ranked(conn, match_expression(narrow), first, last, limit)
         if len(found) >= limit:
             return found
     return _ranked(conn, match_expression(groups), first, last, limit)
