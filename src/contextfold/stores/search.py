@@ -306,9 +306,9 @@ def selective_search(
     (:func:`broad_terms`): those of ``groups`` (see :func:`term_groups`) with a selective
     term — a broad term still weighs in a message's rank through its groups with
     selective terms. Single terms: the selective ones, and every pair with a broad term
-    (a message with two broad terms, or one besides a selective term, ranks as it would
-    among all the matches). None when nothing would be left out: no broad term, every
-    term broad, or no group made of broad terms only."""
+    (so a message with two broad terms is searched too, and a broad term weighs in the
+    rank of a message that has a selective one besides). None when nothing would be left
+    out: no broad term, every term broad, or no group made of broad terms only."""
     wide = set(broad)
     terms = list(dict.fromkeys(t for g in groups for t in g))
     if not wide.intersection(terms) or wide.issuperset(terms):
