@@ -142,3 +142,47 @@ def test_index_per_session_without_the_extension_keeps_one_index(
         await store.close()
 
     asyncio.run(main())
+
+
+def test_broad_terms_from_the_statistics_search_the_selective_matches_first(
+    pg_url: str, monkeypatch: Any
+) -> None:
+    """With statistics (ANALYZE), terms in more than ``BROAD_MESSAGES`` rows are broad:
+    the messages with a selective term are searched first, every match when they are
+    fewer than ``limit``; without statistics every match is ranked."""
+    from contextfold.stores import postgres_search, search
+
+    schema = fresh_schema()
+    monkeypatch.setattr(search, "BROAD_MESSAGES", 3)
+    queries: list[str] = []
+    real = postgres_search.tsquery_text
+
+    def recorded(*args: Any) -> str:
+        queries.append(real(*args))
+        return queries[-1]
+
+    monkeypatch.setattr(postgres_search, "tsquery_text", recorded)
+    texts = ["a photo of the great lake"] * 5 + ["a zebra photo", "a great zebra", "nothing"]
+
+    async def main() -> None:
+        store = PostgresStore(pg_url, schema=schema)
+        await store.setup()
+        await store.append("s", [_p(t) for t in texts], T0)
+        terms = ["photo", "great", "zebra"]
+        assert len(await store.search("s", terms, limit=2, min_matched=2)) == 2
+        assert queries == ["('photo':* & 'great':*) | ('photo':* & 'zebra':*) | "
+                           "('great':* & 'zebra':*)"]  # no statistics yet: one search
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(f"ANALYZE {schema}.messages")
+        fresh = PostgresStore(pg_url, schema=schema)  # reads the statistics afresh
+        queries.clear()
+        two = await fresh.search("s", terms, limit=2, min_matched=2)
+        assert sorted(h.seq for h in two) == [6, 7]
+        assert queries == ["('photo':* & 'zebra':*) | ('great':* & 'zebra':*)"]
+        queries.clear()
+        five = await fresh.search("s", terms, limit=5, min_matched=2)
+        assert len(five) == 5 and {6, 7} <= {h.seq for h in five} and len(queries) == 2
+        for s in (store, fresh):
+            await s.close()
+
+    asyncio.run(main())

@@ -382,7 +382,9 @@ class Store(Protocol):
         ``folded``: True only folded messages, False only live ones, None both.
         ``min_matched``: only messages with at least that many of the terms (capped at
         their number; see :func:`.search.term_groups`) — much cheaper than filtering the
-        hits afterwards. An unknown session has no hits."""
+        hits afterwards. When some terms are in very many messages (broad, see
+        :data:`.search.BROAD_MESSAGES`), the matches with one of the rarer terms are ranked
+        first and, if they fill ``limit``, are the hits. An unknown session has no hits."""
         ...
 
     async def fetch(self, session_id: str, seqs: Sequence[int]) -> list[StoredMessage]:

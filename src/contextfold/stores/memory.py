@@ -49,7 +49,14 @@ from .base import (
 )
 from .search import SearchHit, SearchRequest, make_hit
 from .sqlite_schema import statements
-from .sqlite_search import FTS_SCHEMA, folded_range, index_messages, search_ids, unindex
+from .sqlite_search import (
+    FTS_SCHEMA,
+    VOCAB_SCHEMA,
+    folded_range,
+    index_messages,
+    search_ids,
+    unindex,
+)
 
 __all__ = ["MemoryStore"]
 
@@ -177,7 +184,7 @@ class MemoryStore:
         """The search database (made on first use; used only under the store's lock)."""
         if self._fts is None:
             conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-            for statement in statements(FTS_SCHEMA):
+            for statement in statements(FTS_SCHEMA + VOCAB_SCHEMA):
                 conn.execute(statement)
             self._fts = conn
         return self._fts

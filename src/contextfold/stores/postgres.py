@@ -59,7 +59,13 @@ from .postgres_schema import (
     ledger_params,
     migrate,
 )
-from .postgres_search import SearchQuery, check_config, fetch_messages, search_messages
+from .postgres_search import (
+    SearchQuery,
+    TermStats,
+    check_config,
+    fetch_messages,
+    search_messages,
+)
 from .rows import (
     LEDGER_COLUMNS,
     LedgerTotals,
@@ -145,6 +151,7 @@ class PostgresStore:
         self._sync_pool_lock = threading.Lock()
         self._closed = False
         self._decoder = MessageDecoder()
+        self._term_stats = TermStats()
         self._live = LiveCache()
         self._appends = AppendTurns()
         self._commits = CommitGroup(self._commit_one, self._commit_many)
@@ -499,7 +506,10 @@ class PostgresStore:
     ) -> list[SearchHit]:
         req = SearchRequest.of(terms, limit, min_matched)
         query = SearchQuery(self.search_config, session_id, req.terms, folded, limit, min_matched)
-        return await self._tx(lambda conn: search_messages(conn, self._decoder, query), single=True)
+        return await self._tx(
+            lambda conn: search_messages(conn, self._decoder, query, self._term_stats),
+            single=True,
+        )
 
     async def summary(self, session_id: str) -> Summary | None:
         async def do(conn: Conn) -> Summary | None:

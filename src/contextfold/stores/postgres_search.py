@@ -8,13 +8,20 @@ text search configuration is the store's ``search_config`` — ``simple`` (no st
 stop words: language-neutral) unless told otherwise; the index and the queries always use
 the same one. Queries are built from cleaned terms (word characters only), each quoted as
 a lexeme, so no input is read as query syntax.
+
+Broad terms (:data:`~.search.BROAD_MESSAGES`) are told by the table's statistics: the
+most common lexemes of ``search`` and how many rows hold each, which ``ANALYZE`` (and
+autovacuum) keeps; they are read at most once a minute (:class:`TermStats`). Without
+statistics no term is broad, and every match is ranked.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+import time
+from bisect import bisect_left
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import psycopg
@@ -23,14 +30,24 @@ from psycopg import sql
 from ..errors import ConfigError
 from ..messages import StoredMessage
 from .rows import MessageDecoder, decode_message
-from .search import PREFIX_MIN, SearchHit, index_text, make_hit, term_groups
+from .search import (
+    PREFIX_MIN,
+    SearchHit,
+    broad_terms,
+    index_text,
+    make_hit,
+    selective_search,
+    term_groups,
+)
 
 __all__ = [
     "FETCH",
     "SEARCH",
     "SEARCH_INDEX",
     "SESSION_GIN",
+    "TERM_STATS",
     "SearchQuery",
+    "TermStats",
     "check_config",
     "fetch_messages",
     "index_existing",
@@ -65,6 +82,14 @@ ORDER BY score DESC, m.seq DESC
 LIMIT %(limit)s
 """
 
+#: (lexemes, their shares of the rows, rows) of the search column, from its statistics.
+TERM_STATS = """
+SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.reltuples
+FROM pg_stats s, pg_class c
+WHERE s.schemaname = current_schema() AND s.tablename = 'messages' AND s.attname = 'search'
+    AND c.oid = 'messages'::regclass
+"""
+
 #: (seq, body, tokens, through_seq) of the stored messages with the given seqs.
 FETCH = """
 SELECT m.seq, m.body, m.tokens, s.through_seq FROM sessions s
@@ -96,6 +121,47 @@ def tsquery_text(groups: Sequence[Sequence[str]]) -> str:
         term(g[0]) if len(g) == 1 else "(" + " & ".join(term(t) for t in g) + ")"
         for g in groups
     )
+
+
+@dataclass
+class TermStats:
+    """How many rows hold a lexeme, as the statistics of the search column estimate it
+    (``pg_stats.most_common_elems``: the commonest lexemes of every session, as FTS5's
+    vocabulary counts them in the SQLite store); read again after ``max_age`` seconds.
+    A lexeme the statistics do not list is rare: counted 0."""
+
+    max_age: float = 60.0
+    _lexemes: list[str] = field(default_factory=list)
+    _rows: list[float] = field(default_factory=list)
+    _read_at: float | None = None
+
+    async def counts(self, conn: Any, terms: Iterable[str]) -> dict[str, int]:
+        """Estimated rows holding each cleaned term (a long term: the lexemes it begins)."""
+        now = time.monotonic()
+        if self._read_at is None or now - self._read_at > self.max_age:
+            cur = await conn.execute(TERM_STATS)
+            row = await cur.fetchone()
+            self.load(*(row if row is not None and row[0] is not None else ([], [], 0.0)))
+        out: dict[str, int] = {}
+        for term in terms:
+            i = bisect_left(self._lexemes, term)
+            total = 0.0
+            while i < len(self._lexemes) and (
+                self._lexemes[i] == term
+                or (len(term) >= PREFIX_MIN and self._lexemes[i].startswith(term))
+            ):
+                total += self._rows[i]
+                i += 1
+            out[term] = int(total)
+        return out
+
+    def load(self, lexemes: Sequence[str], shares: Sequence[float], rows: float) -> None:
+        """Take the statistics' lexemes and shares of ``rows`` rows (the shares' list ends
+        with two or three summary values, which are not a lexeme's), as read now."""
+        self._read_at = time.monotonic()
+        pairs = sorted(zip(lexemes, shares[: len(lexemes)], strict=True))
+        self._lexemes = [lex for lex, _ in pairs]
+        self._rows = [share * max(rows, 0.0) for _, share in pairs]
 
 
 async def index_existing(conn: Any, config: str, batch: int = 1000) -> None:
@@ -182,26 +248,29 @@ class SearchQuery:
 
 
 async def search_messages(
-    conn: Any, decoder: MessageDecoder, query: SearchQuery
+    conn: Any, decoder: MessageDecoder, query: SearchQuery, stats: TermStats | None = None
 ) -> list[SearchHit]:
-    """Run :data:`SEARCH` and describe its rows as hits (no terms, no hits)."""
+    """Run :data:`SEARCH` and describe its rows as hits (no terms, no hits); with
+    ``stats``, the selective groups first when some terms are broad (see
+    :data:`~.search.BROAD_MESSAGES`)."""
     sid, terms = query.session_id, query.terms
     if not terms or "\x00" in sid:  # no session id with a NUL can be stored
         return []
     groups = term_groups(terms, query.min_matched)
     need = len(groups[0])  # what the engine guarantees: every term of one group
-    cur = await conn.execute(
-        SEARCH,
-        {
-            "cfg": query.config,
-            "q": tsquery_text(groups),
-            "sid": sid,
-            "folded": query.folded,
-            "limit": query.limit,
-        },
-    )
+    params = {"cfg": query.config, "sid": sid, "folded": query.folded, "limit": query.limit}
+    rows: list[Any] = []
+    narrow = None
+    if stats is not None and len(terms) > 1:
+        narrow = selective_search(groups, broad_terms(await stats.counts(conn, terms)))
+    if narrow is not None:
+        cur = await conn.execute(SEARCH, {**params, "q": tsquery_text(narrow)})
+        rows = await cur.fetchall()
+    if len(rows) < query.limit:
+        cur = await conn.execute(SEARCH, {**params, "q": tsquery_text(groups)})
+        rows = await cur.fetchall()
     hits = []
-    for seq, body, tokens, score, through in await cur.fetchall():
+    for seq, body, tokens, score, through in rows:
         stored = decoder.decode(sid, seq, body, tokens, seq <= through)
         hit = make_hit(stored, score, terms, seq <= through)
         # the engine matched a whole group: with a stemming configuration it matches

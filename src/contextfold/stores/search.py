@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -36,6 +36,7 @@ from ..errors import ValidationError
 from ..messages import Message, Role, StoredMessage, render_text
 
 __all__ = [
+    "BROAD_MESSAGES",
     "MAX_GROUPS",
     "MAX_INDEX_CHARS",
     "MAX_LIMIT",
@@ -44,12 +45,14 @@ __all__ = [
     "PREFIX_MIN",
     "SearchHit",
     "SearchRequest",
+    "broad_terms",
     "check_limit",
     "clean_terms",
     "fold",
     "index_text",
     "make_hit",
     "matched_terms",
+    "selective_search",
     "snippet",
     "term_groups",
     "term_matches",
@@ -68,6 +71,16 @@ MAX_LIMIT = 1000
 MAX_GROUPS = 500
 #: Terms at least this long also match as word prefixes.
 PREFIX_MIN = 4
+#: How many messages a search's *selective* terms may hold together: the rarest terms
+#: up to this many messages are selective, the others broad (:func:`broad_terms`; the
+#: stores count every session's messages, as BM25's term weights do). A search with broad
+#: terms ranks first only the matches with a selective term (:func:`selective_search`);
+#: when that finds ``limit`` hits they are the result, else every match is ranked as
+#: usual. Ranking costs the engine per matched message (FTS5's BM25 some µs, PostgreSQL's
+#: ``ts_rank_cd`` more, growing with the query), and two common words ("photo",
+#: "support", a speaker's name) can match thousands of a long session's messages, which
+#: mostly rank below the matches with a rare word of the query anyway.
+BROAD_MESSAGES = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,13 +187,12 @@ def term_matches(term: str, word: str) -> bool:
 
 
 def matched_terms(text: str, terms: Sequence[str]) -> int:
-    """How many of the cleaned ``terms`` occur in the indexed ``text``."""
-    have = set(text.split())
-    count = 0
-    for term in terms:
-        if term in have or (len(term) >= PREFIX_MIN and any(w.startswith(term) for w in have)):
-            count += 1
-    return count
+    """How many of the cleaned ``terms`` occur in the indexed ``text`` (words separated
+    by single spaces, as :func:`index_text` joins them)."""
+    padded = f" {text} "  # a word begins after a space: one substring scan per term
+    return sum(
+        (f" {term}" if len(term) >= PREFIX_MIN else f" {term} ") in padded for term in terms
+    )
 
 
 _SNIPPET_BEFORE = 60
@@ -271,6 +283,42 @@ def term_groups(terms: Sequence[str], min_matched: int) -> list[tuple[str, ...]]
     if len(groups) > MAX_GROUPS:
         groups = [tuple(g) for g in combinations(terms, 2)][:MAX_GROUPS]
     return groups
+
+
+def broad_terms(counts: Mapping[str, int]) -> set[str]:
+    """The broad terms of a search, from how many messages hold each term (``counts``,
+    terms in query order; a count may stop just above :data:`BROAD_MESSAGES`): all but
+    the rarest terms that together are in at most :data:`BROAD_MESSAGES` messages (the
+    rarest one always counts as selective). Empty when the terms are rare enough."""
+    order = sorted(counts, key=lambda t: counts[t])  # stable: ties in query order
+    total = 0
+    for i, term in enumerate(order):
+        total += counts[term]
+        if i and total > BROAD_MESSAGES:
+            return set(order[i:])
+    return set()
+
+
+def selective_search(
+    groups: Sequence[tuple[str, ...]], broad: Iterable[str]
+) -> list[tuple[str, ...]] | None:
+    """The term groups a store searches first when some terms are broad
+    (:func:`broad_terms`): those of ``groups`` (see :func:`term_groups`) with a selective
+    term — a broad term still weighs in a message's rank through its groups with
+    selective terms. Single terms: the selective ones, and every pair with a broad term
+    (so a message with two broad terms is searched too, and a broad term weighs in the
+    rank of a message that has a selective one besides). None when nothing would be left
+    out: no broad term, every term broad, or no group made of broad terms only."""
+    wide = set(broad)
+    terms = list(dict.fromkeys(t for g in groups for t in g))
+    if not wide.intersection(terms) or wide.issuperset(terms):
+        return None
+    if len(groups[0]) == 1:
+        singles = [g for g in groups if g[0] not in wide]
+        pairs: list[tuple[str, ...]] = [g for g in combinations(terms, 2) if wide.intersection(g)]
+        return singles + pairs if len(singles) + len(pairs) <= MAX_GROUPS else None
+    kept = [g for g in groups if not wide.issuperset(g)]
+    return kept if len(kept) < len(groups) else None
 
 
 @dataclass(frozen=True)

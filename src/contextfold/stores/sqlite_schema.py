@@ -18,7 +18,7 @@ from .rows import (
     session_stats,
     version_from_row,
 )
-from .sqlite_search import FTS_SCHEMA, catch_up_stored
+from .sqlite_search import FTS_SCHEMA, VOCAB_SCHEMA, catch_up_stored
 
 __all__ = [
     "MIGRATIONS",
@@ -166,6 +166,7 @@ MIGRATIONS: list[tuple[int, str, Step]] = [
     (3, "pii vault", _PII_VAULT),
     (4, "summary versions", _SUMMARY_VERSIONS),
     (5, "full-text search", _full_text_search),
+    (6, "search vocabulary", VOCAB_SCHEMA),
 ]
 
 

@@ -22,6 +22,10 @@ table over it, kept in step by explicit statements here (every write goes throug
 than FTS5's usual triggers. The messages table itself cannot be the content table: it has
 no integer rowid and stores JSON, not words.
 
+``message_vocab`` (an ``fts5vocab`` table: no data of its own) reads how many indexed
+messages hold a word, so a search knows its broad terms (:data:`~.search.BROAD_MESSAGES`)
+before it ranks. It counts every session's messages, as BM25's term weights do.
+
 Tokenizer: ``unicode61 remove_diacritics 2`` with combining marks as word characters
 (``categories 'L* N* Co M*'``), so FTS5 splits exactly where :func:`~.search.words` does.
 """
@@ -33,11 +37,21 @@ from collections.abc import Callable, Iterable, Sequence
 
 from ..messages import Message
 from .rows import MessageDecoder, decode_message
-from .search import PREFIX_MIN, SearchHit, SearchRequest, index_text, make_hit
+from .search import (
+    BROAD_MESSAGES,
+    PREFIX_MIN,
+    SearchHit,
+    SearchRequest,
+    broad_terms,
+    index_text,
+    make_hit,
+    selective_search,
+)
 
 __all__ = [
     "FTS_SCHEMA",
     "MAX_SEQ",
+    "VOCAB_SCHEMA",
     "catch_up_stored",
     "folded_range",
     "index_messages",
@@ -45,6 +59,7 @@ __all__ = [
     "search_ids",
     "search_indexed",
     "seq_range",
+    "term_counts",
     "unindex",
 ]
 
@@ -57,6 +72,11 @@ CREATE VIRTUAL TABLE message_search USING fts5(
     words, content='message_words', content_rowid='id',
     tokenize="unicode61 remove_diacritics 2 categories 'L* N* Co M*'"
 );
+"""
+
+#: The index's vocabulary (a migration of its own: databases made before it gain it).
+VOCAB_SCHEMA = """
+CREATE VIRTUAL TABLE message_vocab USING fts5vocab(message_search, 'row');
 """
 
 
@@ -135,26 +155,61 @@ def match_expression(groups: Sequence[Sequence[str]]) -> str:
     )
 
 
+def term_counts(conn: sqlite3.Connection, terms: Iterable[str]) -> dict[str, int]:
+    """How many indexed messages (of every session) hold each of the cleaned ``terms``
+    (a long term: the words it begins, summed — an upper bound), counted up to just
+    above :data:`~.search.BROAD_MESSAGES`."""
+    out: dict[str, int] = {}
+    for term in terms:
+        if len(term) >= PREFIX_MIN:
+            rows = conn.execute(
+                "SELECT doc FROM message_vocab WHERE term >= ? AND term < ?",
+                (term, term + "\U0010ffff"),
+            )
+        else:
+            rows = conn.execute("SELECT doc FROM message_vocab WHERE term = ?", (term,))
+        seen = 0
+        for (doc,) in rows:
+            seen += doc
+            if seen > BROAD_MESSAGES:
+                break
+        out[term] = seen
+    return out
+
+
 def search_ids(
     conn: sqlite3.Connection,
     key: int,
-    groups: Sequence[Sequence[str]],
+    groups: Sequence[tuple[str, ...]],
     lo: int,
     hi: int,
     limit: int,
 ) -> list[tuple[int, float, str]]:
     """(seq, score, indexed words) of the best ``limit`` matches of any of the term
     ``groups`` among seqs ``lo..hi`` of one session, best first; score is ``-bm25``
-    (higher is better)."""
+    (higher is better). With broad terms, the matches of the selective groups first
+    (see :data:`~.search.BROAD_MESSAGES`)."""
     if not groups or lo > hi or limit <= 0:
         return []
     first, last = seq_range(key, lo, hi)
+    terms = dict.fromkeys(t for g in groups for t in g)
+    narrow = selective_search(groups, broad_terms(term_counts(conn, terms)))
+    if narrow is not None:
+        found = _ranked(conn, match_expression(narrow), first, last, limit)
+        if len(found) >= limit:
+            return found
+    return _ranked(conn, match_expression(groups), first, last, limit)
+
+
+def _ranked(
+    conn: sqlite3.Connection, expression: str, first: int, last: int, limit: int
+) -> list[tuple[int, float, str]]:
     rows = conn.execute(
         "SELECT s.id, -s.score, w.words FROM ("
         "SELECT rowid AS id, rank AS score FROM message_search "
         "WHERE message_search MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rank LIMIT ?"
         ") s JOIN message_words w ON w.id = s.id ORDER BY s.score, s.id DESC",
-        (match_expression(groups), first, last, limit),
+        (expression, first, last, limit),
     ).fetchall()
     return [(rowid & MAX_SEQ, score, words) for rowid, score, words in rows]
 
