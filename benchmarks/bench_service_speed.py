@@ -248,6 +248,10 @@ async def drive(target: Target, run: Run, clients: int, sessions: int, rounds: i
             await fold_report(http, names, run)
             if run.max_live is not None and run.max_live > BUDGET:
                 print(left_over_budget(target, names, run), file=sys.stderr, flush=True)
+            elif target.log is not None and target.log.exists():  # restarts are news too
+                for line in target.log.read_text(errors="replace").splitlines():
+                    if "fold worker" in line and "exited with" in line:
+                        print(f"{run.label}: {line}", file=sys.stderr, flush=True)
 
 
 async def stored_ids(http: httpx.AsyncClient, target: Target, session: str) -> list[str]:
