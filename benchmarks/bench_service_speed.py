@@ -50,6 +50,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -74,6 +75,8 @@ class Run:
     max_live: int | None = None
     over_budget: int = 0
     cpu: dict[str, float] = field(default_factory=dict)  # seconds: server, folds, driver
+    live: dict[str, int] = field(default_factory=dict)  # live tokens per session, after
+    ledgers: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def ops(self) -> float:
@@ -90,6 +93,8 @@ class Target:
     headers: Callable[[int], dict[str, str]]
     contextfold: bool
     pid: int = 0  # the server's process (its children: worker processes, fold workers)
+    store: str = ""  # contextfold: its store URL (the state of sessions left over budget)
+    log: Path | None = None  # contextfold: the server's and its fold workers' stderr
 
 
 def free_port() -> int:
@@ -160,20 +165,22 @@ def contextfold_server(store: str, processes: int, home: Path, clients: int,
     finally:
         catalog.close()
     port = free_port()
-    proc = subprocess.Popen(  # serve's defaults: no --config
-        [sys.executable, "-m", "contextfold.cli", "serve", "--port", str(port), "--db", store,
-         "--workers", str(processes), "--log-level", "warning"],
-        env={**os.environ, "CONTEXTFOLD_HOME": str(home),
-             **({"PYTHONPATH": src} if src else {})},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    log = home / f"serve-{port}.log"  # warnings of the server and its fold workers
+    with log.open("wb") as err:
+        proc = subprocess.Popen(  # serve's defaults: no --config
+            [sys.executable, "-m", "contextfold.cli", "serve", "--port", str(port), "--db",
+             store, "--workers", str(processes), "--log-level", "warning"],
+            env={**os.environ, "CONTEXTFOLD_HOME": str(home),
+                 **({"PYTHONPATH": src} if src else {})},
+            stdout=subprocess.DEVNULL, stderr=err,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_up(proc, url, "contextfold serve")
         yield Target(url, lambda s: f"/v1/sessions/{s}/messages",
                      lambda s: f"/v1/sessions/{s}/context",
                      lambda n: {"Authorization": f"Bearer {keys[n]}"}, contextfold=True,
-                     pid=proc.pid)
+                     pid=proc.pid, store=store, log=log)
     finally:
         stop(proc)
 
@@ -239,6 +246,12 @@ async def drive(target: Target, run: Run, clients: int, sessions: int, rounds: i
             run.duplicated += len(stored) - len(set(stored))
         if target.contextfold:
             await fold_report(http, names, run)
+            if run.max_live is not None and run.max_live > BUDGET:
+                print(left_over_budget(target, names, run), file=sys.stderr, flush=True)
+            elif target.log is not None and target.log.exists():  # restarts are news too
+                for line in target.log.read_text(errors="replace").splitlines():
+                    if "fold worker" in line and "exited with" in line:
+                        print(f"{run.label}: {line}", file=sys.stderr, flush=True)
 
 
 async def stored_ids(http: httpx.AsyncClient, target: Target, session: str) -> list[str]:
@@ -263,17 +276,80 @@ async def fold_report(http: httpx.AsyncClient, names: list[str], run: Run) -> No
     while True:
         live = []
         folds = 0
+        run.ledgers = {}
         for session in names:
             ledger = (await http.get(f"/v1/sessions/{session}/ledger",
                                      params={"limit": 1000})).json()["entries"]
             folds += sum(e["outcome"] == "committed" for e in ledger)
+            run.ledgers[session] = ledger
             page = (await http.get(f"/v1/sessions/{session}/messages",
                                    params={"include_folded": "false", "limit": 1000})).json()
             live.append(sum(m["tokens"] for m in page["messages"]))
         run.folds, run.max_live = folds, max(live)
+        run.live = dict(zip(names, live, strict=True))
         if run.max_live <= BUDGET or time.monotonic() > deadline:
             return
         await asyncio.sleep(0.5)
+
+
+def left_over_budget(target: Target, names: list[str], run: Run) -> str:
+    """What to look at when a session is still over the budget after the wait: its
+    ledger, its due mark and lease in the store, and what the server and its fold
+    workers logged."""
+    lines = [f"{run.label}: sessions over the budget {BUDGET} after the run:"]
+    marks = due_and_leases(target.store, [f"bench/{s}" for s in names])
+    now = time.time()
+    for session in names:
+        if run.live.get(session, 0) <= BUDGET:
+            continue
+        ledger = run.ledgers.get(session, [])
+        outcomes = {o: sum(e["outcome"] == o for e in ledger) for o in
+                    sorted({e["outcome"] for e in ledger})}
+        errors = [f"{e['outcome']}: {e.get('error')}" for e in ledger if e.get("error")][-3:]
+        lines.append(f"  {session}: live tokens {run.live[session]}, ledger {outcomes} "
+                     f"{errors}")
+        mark = marks.get(f"bench/{session}")
+        if mark is not None:
+            due_at, due_seq, last_seq, through_seq, owner, expires = mark
+            lines.append(
+                f"    due {'never' if due_at is None else f'in {due_at - now:+.1f}s'} "
+                f"(as of seq {due_seq}; last seq {last_seq}, folded through {through_seq}); "
+                f"lease {owner or 'none'}"
+                + ("" if expires is None else f", expires in {expires - now:+.1f}s"))
+    if target.log is not None and target.log.exists():
+        tail = target.log.read_text(errors="replace").splitlines()[-40:]
+        lines += ["  server and fold worker log (last 40 lines):", *("    " + t for t in tail)]
+    return "\n".join(lines)
+
+
+def due_and_leases(store: str, ids: list[str]) -> dict[str, tuple[Any, ...]]:
+    """Per store session id: due_at, due_seq, last_seq, through_seq, lease owner and
+    expiry (unix seconds), read from the store's tables (SQLite or PostgreSQL)."""
+    cols = "session_id, due_at, due_seq, last_seq, through_seq, lease_owner, lease_expires"
+    try:
+        if store.startswith("sqlite:///"):
+            import sqlite3
+
+            conn = sqlite3.connect(store.removeprefix("sqlite:///"), timeout=10)
+            try:
+                marks = ", ".join("?" for _ in ids)
+                rows = conn.execute(
+                    f"SELECT {cols} FROM sessions WHERE session_id IN ({marks})", ids
+                ).fetchall()
+            finally:
+                conn.close()
+        else:
+            import psycopg
+
+            with psycopg.connect(store) as pg:
+                rows = pg.execute(
+                    "SELECT session_id, extract(epoch FROM due_at), due_seq, last_seq, "
+                    "through_seq, lease_owner, extract(epoch FROM lease_expires) "
+                    "FROM sessions WHERE session_id = ANY(%s)", (ids,)).fetchall()
+    except Exception as exc:  # a diagnostic: never fail the run over it
+        return {"": (None, 0, 0, 0, f"unreadable: {exc}", None)}
+    return {r[0]: (None if r[1] is None else float(r[1]), r[2], r[3], r[4], r[5],
+                   None if r[6] is None else float(r[6])) for r in rows}
 
 
 def describe(src: str) -> str:

@@ -175,6 +175,45 @@ def test_fold_of_a_stalled_worker_is_fenced_off(make_store: Callable[[], Store])
     asyncio.run(main())
 
 
+def test_fold_that_raises_a_bug_releases_its_session_for_a_retry(
+    make_store: Callable[[], Store], caplog: pytest.LogCaptureFixture
+) -> None:
+    """An exception that is no ContextFoldError (a bug in a fold's code path) used to end
+    the worker's task silently with the session still leased: no worker could fold it
+    until the lease expired. Now it is logged with its traceback, counted as failed, and
+    the lease released with the session due again after ``retry_after``."""
+
+    async def main() -> None:
+        store = make_store()
+        app = _memory(store, fold="deferred", summarizer=ConcatSummarizer())
+        await _fill(app, "a", 6)
+        calls = 0
+
+        async def memory_for(sid: str) -> AsyncMemory:
+            nonlocal calls
+            calls += 1
+            if calls == 1:
+                raise RuntimeError("boom")
+            return app
+
+        worker = Worker(app, owner="w1", retry_after=600, lease_seconds=600,
+                        memory_for=memory_for)
+        totals = await asyncio.wait_for(worker.run(once=True), 10)
+        assert (totals.claimed, totals.failed, totals.released) == (1, 1, 1)
+        assert "RuntimeError: boom" in caplog.text
+        ((sid, due),) = await store.list_due()
+        assert sid == "a" and due > datetime.now(timezone.utc) + timedelta(minutes=9)
+        # the lease is free at once, not in 600 s: due again, any worker folds it
+        await store.mark_due("a", datetime.now(timezone.utc), as_of_seq=6)
+        again = await asyncio.wait_for(
+            Worker(app, owner="w2", memory_for=memory_for).run(once=True), 10)
+        assert (again.claimed, again.committed) == (1, 1)
+        assert (await app.stats("a")).through_seq == 5  # type: ignore[union-attr]
+        await app.close()
+
+    asyncio.run(main())
+
+
 def test_bad_worker_settings_are_config_errors() -> None:
     app = AsyncMemory(MemoryStore())
     for kw in ({"concurrency": 0}, {"lease_seconds": 0}, {"retry_after": -1}):

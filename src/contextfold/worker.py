@@ -15,7 +15,8 @@ Guarantees, from the store contract:
   ``lease_seconds``, so only a dead or stalled worker loses one;
 * a killed worker's sessions are claimed again once its leases expire;
 * a failed fold changes nothing and is retried after ``retry_after`` seconds (so is a
-  fold fenced off because its worker stalled past its lease).
+  fold fenced off because its worker stalled past its lease, and one that raised an
+  unexpected exception: logged with its traceback, its lease released at once).
 
 On :meth:`Worker.stop` (SIGTERM/SIGINT under :func:`run_worker`) a worker stops claiming,
 lets in-flight folds finish for up to ``grace_seconds``, then cancels the rest and
@@ -187,6 +188,9 @@ class Worker:
                 outcome = await memory.fold(sid, lease=lease)
             except ContextFoldError as exc:  # raise_errors=True, or no memory for the session
                 outcome = FoldOutcome(sid, "failed", str(exc), error=exc)
+            except Exception as exc:  # a bug: say so, and release the session for a retry
+                log.exception("worker %s: the fold of %s raised", self.owner, sid)
+                outcome = FoldOutcome(sid, "failed", f"{type(exc).__name__}: {exc}", error=exc)
         except asyncio.CancelledError:
             self.stats.cancelled += 1
             await asyncio.shield(self._release(lease, memory.clock(), None))
@@ -213,6 +217,9 @@ class Worker:
         except ContextFoldError as exc:
             log.warning("worker %s could not release %s (lease expires on its own): %s",
                         self.owner, sid, exc)
+        except Exception:  # a bug: say so (the lease expires on its own)
+            log.exception("worker %s could not release %s (lease expires on its own)",
+                          self.owner, sid)
 
     async def _heartbeat(self, held: list[Lease]) -> None:
         """Renew the lease every third of its length while the fold runs, so a long fold
