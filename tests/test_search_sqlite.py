@@ -15,7 +15,7 @@ import pytest
 
 from contextfold.errors import StorageError
 from contextfold.messages import Message
-from contextfold.stores import MemoryStore, sqlite_search
+from contextfold.stores import MemoryStore, sqlite_commits, sqlite_search
 from contextfold.stores import sqlite as sqlite_module
 from contextfold.stores.base import FoldCommit, LedgerEntry, PreparedMessage
 from contextfold.stores.rows import encode_message
@@ -94,7 +94,8 @@ def test_failed_index_write_rolls_the_fold_commit_back(tmp_path: Path, monkeypat
         await store.setup()
         await store.append("s", [_p(t) for t in TEXTS], T0)
         real = sqlite_search.catch_up_stored
-        monkeypatch.setattr(sqlite_module, "catch_up_stored", _failing_after(real))
+        for module in (sqlite_commits, sqlite_module):  # the fold commit's, the search's
+            monkeypatch.setattr(module, "catch_up_stored", _failing_after(real))
         with pytest.raises(StorageError, match="injected"):
             await store.commit_fold(FoldCommit("s", 0, 1, 3, "x", 3), _entry(1, 3))
         with pytest.raises(StorageError, match="injected"):  # a search's catch-up too
@@ -140,7 +141,7 @@ def test_failed_unindex_rolls_the_fold_commit_back(tmp_path: Path, monkeypatch: 
         store = SQLiteStore(tmp_path / "s.db", retention="delete")
         await store.setup()
         await store.append("s", [_p(t) for t in TEXTS], T0)
-        monkeypatch.setattr(sqlite_module, "unindex", _failing_after(sqlite_search.unindex))
+        monkeypatch.setattr(sqlite_commits, "unindex", _failing_after(sqlite_search.unindex))
         with pytest.raises(StorageError, match="injected"):
             await store.commit_fold(FoldCommit("s", 0, 1, 2, "x", 3), _entry(1, 2))
         monkeypatch.undo()

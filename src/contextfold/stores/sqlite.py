@@ -28,7 +28,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import TypeVar
 
-from ..errors import ConfigError, ConflictError, ContextFoldError, StorageError
+from ..errors import ConfigError, ContextFoldError, StorageError
 from ..inline import inline
 from ..messages import Message, StoredMessage
 from ..policy import SessionStats
@@ -51,15 +51,12 @@ from .rows import (
     LEDGER_COLUMNS,
     LedgerTotals,
     MessageDecoder,
-    check_fold_start,
     decode_time,
-    encode_time,
-    fenced_off,
     ledger_from_row,
-    ledger_values,
 )
 from .search import SearchHit, SearchRequest
 from .sqlite_append import append_messages
+from .sqlite_commits import commit_fold, insert_ledger
 from .sqlite_schema import MIGRATIONS, SESSION_COLS, session_stats
 from .sqlite_search import catch_up_stored, search_indexed, unindex
 
@@ -215,76 +212,19 @@ class SQLiteStore:
         )
 
     async def commit_fold(self, commit: FoldCommit, entry: LedgerEntry) -> Summary:
-        def do(conn: sqlite3.Connection) -> Summary:
-            row = conn.execute(
-                "SELECT summary_version, through_seq, last_seq, search_key, indexed_seq "
-                "FROM sessions WHERE session_id = ?",
-                (commit.session_id,),
-            ).fetchone()
-            if row is None:
-                raise ConflictError(f"session {commit.session_id!r} no longer exists")
-            if commit.lease is not None and not schema.holds_lease(conn, commit.lease):
-                raise fenced_off(commit.lease)
-            version, through, last, key, indexed = row
-            check_fold_start(commit, version, through, last)
-            count, tokens = conn.execute(
-                "SELECT count(*), coalesce(sum(tokens), 0) FROM messages "
-                "WHERE session_id = ? AND seq BETWEEN ? AND ?",
-                (commit.session_id, commit.lo, commit.hi),
-            ).fetchone()
-            if count != commit.hi - commit.lo + 1:
-                raise StorageError(
-                    f"session {commit.session_id!r} is missing messages in {commit.lo}..{commit.hi}"
-                )
-            stamp = encode_time(entry.started_at)
-            conn.execute(
-                "UPDATE sessions SET summary_version = summary_version + 1, summary_text = ?, "
-                "summary_tokens = ?, summary_updated_at = ?, through_seq = ?, "
-                "live_count = live_count - ?, live_tokens = live_tokens - ?, "
-                "reported_input_tokens = NULL WHERE session_id = ?",
-                (commit.text, commit.tokens, stamp, commit.hi, count, tokens, commit.session_id),
-            )
-            if self.retention == "delete":
-                # content goes; a row with a client id stays as an empty tombstone so a
-                # retried append of that id is still recognised (idempotency key)
-                conn.execute(
-                    "DELETE FROM messages WHERE session_id = ? AND seq BETWEEN ? AND ? "
-                    "AND client_id IS NULL",
-                    (commit.session_id, commit.lo, commit.hi),
-                )
-                conn.execute(
-                    "UPDATE messages SET body = '', tokens = 0 "
-                    "WHERE session_id = ? AND seq BETWEEN ? AND ?",
-                    (commit.session_id, commit.lo, commit.hi),
-                )
-                unindex(conn, key, commit.lo, commit.hi)
-                conn.execute(
-                    "UPDATE sessions SET indexed_seq = max(indexed_seq, ?) WHERE session_id = ?",
-                    (commit.hi, commit.session_id),
-                )
-            else:  # what recall searches, the folded messages, is indexed with the fold
-                decode = self._decode_for(commit.session_id)
-                catch_up_stored(conn, commit.session_id, key, indexed, commit.hi, decode)
-            self._insert_ledger(conn, entry)
-            text = commit.text if keeps_summary_text(self) else None
-            schema.insert_version(conn, commit, version + 1, last, text, entry.started_at)
-            return Summary(commit.text, commit.hi, version + 1, commit.tokens, entry.started_at)
-
-        return await self._write(do)
+        decode = self._decode_for(commit.session_id)
+        keep_text = keeps_summary_text(self)
+        return await self._write(lambda conn: commit_fold(
+            conn, commit, entry, retention=self.retention, decode=decode, keep_text=keep_text,
+            ledger=self._insert_ledger,
+        ))
 
     def _decode_for(self, session_id: str) -> Callable[[int, str, int], Message]:
         """Rows of ``session_id`` to messages through the decoder's cache (the messages
         appended by this process are there already, decoded)."""
         return lambda seq, body, tokens: self._decoder.decode(session_id, seq, body, tokens).message
 
-    @staticmethod
-    def _insert_ledger(conn: sqlite3.Connection, entry: LedgerEntry) -> int:
-        marks = ", ".join("?" for _ in LEDGER_COLUMNS)
-        cur = conn.execute(
-            f"INSERT INTO ledger ({', '.join(LEDGER_COLUMNS)}) VALUES ({marks})",
-            ledger_values(entry),
-        )
-        return int(cur.lastrowid or 0)
+    _insert_ledger = staticmethod(insert_ledger)
 
     async def mark_due(self, session_id: str, due_at: datetime | None, *, as_of_seq: int) -> None:
         await self._write(lambda conn: schema.mark_due(conn, session_id, due_at, as_of_seq))
