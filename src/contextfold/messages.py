@@ -9,7 +9,6 @@ pending). Both raise :class:`~contextfold.errors.ValidationError` and nothing el
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -17,6 +16,15 @@ from datetime import datetime, timezone
 from typing import Any, Literal, TypeVar, Union, cast, get_args
 
 from .errors import ValidationError
+from .message_values import (
+    DEFAULT_MAX_MESSAGE_CHARS,
+    NO_CAP,
+    check_json,
+    check_metadata,
+    check_text,
+    coerce_timestamp,
+    dump_json,
+)
 
 _T = TypeVar("_T")
 
@@ -30,6 +38,7 @@ __all__ = [
     "TextPart",
     "ToolCall",
     "check_sequence",
+    "check_text",
     "coerce_message",
     "render_text",
     "stamp_batch",
@@ -39,15 +48,7 @@ Role = Literal["system", "user", "assistant", "tool"]
 ROLES: frozenset[str] = frozenset(get_args(Role))
 MediaKind = Literal["image", "audio", "file"]
 
-#: Default cap on one message's text, in characters (configurable on ``Memory``).
-DEFAULT_MAX_MESSAGE_CHARS = 1_000_000
-_MAX_METADATA_DEPTH = 32
-_MAX_METADATA_CHARS = 64_000
 _MAX_NAME_CHARS = 256
-#: Message construction checks text, not length: the length cap is ``Memory``'s
-#: ``max_message_chars`` (default :data:`DEFAULT_MAX_MESSAGE_CHARS`), so it can be raised.
-_NO_CAP = 2**62
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _OPENAI_NAME_BAD = re.compile(r"[^a-zA-Z0-9_-]")
 
 #: The fields :meth:`Message.from_openai` accepts.
@@ -69,33 +70,6 @@ _OPENAI_FIELDS = frozenset(
 )
 
 JSONValue = Union[None, bool, int, float, str, list["JSONValue"], dict[str, "JSONValue"]]  # noqa: UP007
-
-
-def check_text(text: object, what: str, max_chars: int = DEFAULT_MAX_MESSAGE_CHARS) -> str:
-    """Return ``text`` if it is storable text, else raise ``ValidationError``.
-
-    Rejects non-strings, NUL characters and lone surrogates (they cannot be encoded as
-    UTF-8, so no store and no provider would take them). Zero-width and bidi characters
-    are valid text and pass unchanged.
-    """
-    if not isinstance(text, str):
-        raise ValidationError(f"{what} must be a string, got {type(text).__name__}: {text!r:.80}")
-    if len(text) > max_chars:
-        raise ValidationError(
-            f"{what} has {len(text):,} characters, over the cap of {max_chars:,}; "
-            "split it or raise max_message_chars"
-        )
-    if "\x00" in text:
-        raise ValidationError(f"{what} contains a NUL character at index {text.index(chr(0))}")
-    if text.isascii():  # no surrogate is ASCII: skip the scan (every append checks its text)
-        return text
-    bad = _SURROGATE.search(text)
-    if bad is not None:
-        raise ValidationError(
-            f"{what} contains a lone surrogate {bad.group()!r} at index {bad.start()}; "
-            "it is not valid Unicode text"
-        )
-    return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +101,8 @@ class MediaPart:
             )
         if not isinstance(self.data, Mapping):
             raise ValidationError(f"media part data must be a mapping, got {self.data!r:.60}")
-        _check_json(self.data, 0)
-        object.__setattr__(self, "data", json.loads(_dump_json(self.data, "media part")))
+        check_json(self.data, 0)
+        object.__setattr__(self, "data", json.loads(dump_json(self.data, "media part")))
 
     def placeholder(self) -> str:
         kind = self.data.get("type", "")
@@ -165,7 +139,7 @@ class ToolCall:
                 raise ValidationError(f"tool call {attr} must be a non-empty string, got {value!r}")
             check_text(value, f"tool call {attr}", 512)
         if isinstance(self.arguments, Mapping):
-            object.__setattr__(self, "arguments", _dump_json(self.arguments, "tool arguments"))
+            object.__setattr__(self, "arguments", dump_json(self.arguments, "tool arguments"))
         check_text(self.arguments, "tool call arguments")
 
     def to_openai(self) -> dict[str, Any]:
@@ -207,7 +181,7 @@ class Message:
         if isinstance(content, tuple):
             for part in content:
                 if isinstance(part, TextPart):
-                    check_text(part.text, "text part", _NO_CAP)
+                    check_text(part.text, "text part", NO_CAP)
                 elif isinstance(part, MediaPart):
                     part.check()
                 else:
@@ -215,7 +189,7 @@ class Message:
                         f"content part must be TextPart or MediaPart: {part!r:.80}"
                     )
         else:
-            check_text(content, f"{self.role} message content", _NO_CAP)
+            check_text(content, f"{self.role} message content", NO_CAP)
         object.__setattr__(self, "content", content)
         if self.name is not None:
             check_text(self.name, "message name", _MAX_NAME_CHARS)
@@ -245,8 +219,8 @@ class Message:
         elif self.tool_call_id is not None:
             raise ValidationError(f"only tool messages carry tool_call_id, not {self.role!r}")
         if self.timestamp is not None:
-            object.__setattr__(self, "timestamp", _coerce_timestamp(self.timestamp))
-        object.__setattr__(self, "metadata", _check_metadata(self.metadata))
+            object.__setattr__(self, "timestamp", coerce_timestamp(self.timestamp))
+        object.__setattr__(self, "metadata", check_metadata(self.metadata))
         if self.id is not None:
             check_text(self.id, "message id", 512)
             if not self.id:
@@ -360,8 +334,8 @@ def _plain(role: Role, content: str, timestamp: datetime | None) -> Message:
     no tool fields: the checks ``__post_init__`` would make of it (the text, the
     timestamp), without walking the fields that are empty by construction — every chat
     turn given as a dict comes this way."""
-    check_text(content, f"{role} message content", _NO_CAP)
-    stamp = None if timestamp is None else _coerce_timestamp(timestamp)
+    check_text(content, f"{role} message content", NO_CAP)
+    stamp = None if timestamp is None else coerce_timestamp(timestamp)
     return _make_message(role, content, None, (), None, stamp, {}, None)
 
 
@@ -477,85 +451,6 @@ def check_sequence(messages: Iterable[Message], pending: Iterable[str] = ()) -> 
 # -- helpers ------------------------------------------------------------------------------
 
 
-def _dump_json(value: object, what: str) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False)
-    except RecursionError as exc:
-        raise ValidationError(f"{what} is nested too deeply to serialise") from exc
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(f"{what} must be JSON-serialisable: {exc}") from exc
-
-
-def _check_metadata(metadata: object) -> dict[str, Any]:
-    if metadata is None or (type(metadata) is dict and not metadata):
-        return {}  # the common case: nothing to check, no JSON round trip
-    if not isinstance(metadata, Mapping):
-        raise ValidationError(f"metadata must be a mapping, got {type(metadata).__name__}")
-    _check_json(metadata, 0)
-    text = _dump_json(metadata, "metadata")
-    if len(text) > _MAX_METADATA_CHARS:
-        raise ValidationError(
-            f"metadata serialises to {len(text):,} characters, over {_MAX_METADATA_CHARS:,}"
-        )
-    return cast(dict[str, Any], json.loads(text))
-
-
-def _check_json(value: object, depth: int) -> None:
-    if depth > _MAX_METADATA_DEPTH:
-        raise ValidationError(f"metadata is nested deeper than {_MAX_METADATA_DEPTH} levels")
-    if value is None or isinstance(value, (bool, int)):
-        return
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValidationError(f"metadata holds a non-finite number {value!r}")
-        return
-    if isinstance(value, str):
-        check_text(value, "metadata string", _MAX_METADATA_CHARS)
-        return
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise ValidationError(f"metadata keys must be strings, got {key!r:.40}")
-            check_text(key, "metadata key", 256)
-            _check_json(item, depth + 1)
-        return
-    if isinstance(value, (list, tuple)):
-        for item in value:
-            _check_json(item, depth + 1)
-        return
-    raise ValidationError(
-        f"metadata value {value!r:.60} of type {type(value).__name__} is not JSON"
-    )
-
-
-def _coerce_timestamp(value: object) -> datetime | None:
-    if value is None:
-        return None
-    if type(value) is datetime and value.tzinfo is timezone.utc:
-        return value  # already what the rest makes of it (the engine's clock gives these)
-    if isinstance(value, datetime):
-        ts = value
-    elif isinstance(value, str):
-        try:
-            ts = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError as exc:
-            raise ValidationError(f"timestamp {value!r:.60} is not ISO 8601") from exc
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        if not math.isfinite(value):
-            raise ValidationError(f"timestamp {value!r} is not a finite number")
-        try:
-            ts = datetime.fromtimestamp(value, tz=timezone.utc)
-        except (OverflowError, OSError, ValueError) as exc:
-            raise ValidationError(f"timestamp {value!r} is out of range") from exc
-    else:
-        raise ValidationError(
-            f"timestamp must be a datetime, ISO string or epoch, got {value!r:.60}"
-        )
-    if ts.tzinfo is None:
-        ts = ts.replace(tzinfo=timezone.utc)
-    return ts.astimezone(timezone.utc)
-
-
 def _parse_content(content: object) -> str | tuple[Part, ...]:
     if content is None:
         return ""
@@ -566,16 +461,16 @@ def _parse_content(content: object) -> str | tuple[Part, ...]:
     parts: list[Part] = []
     for raw in content:
         if isinstance(raw, str):
-            parts.append(TextPart(check_text(raw, "text part", _NO_CAP)))
+            parts.append(TextPart(check_text(raw, "text part", NO_CAP)))
             continue
         if not isinstance(raw, Mapping):
             raise ValidationError(f"content part must be a mapping, got {raw!r:.80}")
         kind = raw.get("type")
         if kind in ("text", "input_text", "output_text"):
-            parts.append(TextPart(check_text(raw.get("text"), "text part", _NO_CAP)))
+            parts.append(TextPart(check_text(raw.get("text"), "text part", NO_CAP)))
         elif isinstance(kind, str) and kind in _MEDIA_TYPES:
-            _check_json(raw, 0)
-            parts.append(MediaPart(_MEDIA_TYPES[kind], json.loads(_dump_json(raw, "part"))))
+            check_json(raw, 0)
+            parts.append(MediaPart(_MEDIA_TYPES[kind], json.loads(dump_json(raw, "part"))))
         else:
             raise ValidationError(f"unknown content part type {kind!r}")
     return tuple(parts)
@@ -593,7 +488,7 @@ def _parse_tool_call(raw: object) -> ToolCall:
     if args is None:
         args = "{}"
     if isinstance(args, Mapping):
-        args = _dump_json(args, "tool arguments")
+        args = dump_json(args, "tool arguments")
     return ToolCall(id=raw.get("id"), name=fn.get("name"), arguments=args)  # type: ignore[arg-type]
 
 
