@@ -178,10 +178,10 @@ async def refold_over_budget(
     for _ in range(MAX_BUDGET_REFOLDS):
         if outcome.status != "committed" or memory.max_tokens is None:
             return outcome
-        snap = await store.snapshot(sid)
-        if snap is None or not over_budget_shown(memory, snap.stats):
+        stats = await store.stats(sid)  # the counters only: a snapshot when a fold is due
+        if stats is None or not over_budget_shown(memory, stats):
             return outcome
-        planned = await plan_fold(memory, store, sid, False, snap)
+        planned = await plan_fold(memory, store, sid, False)
         if planned is None:
             return outcome
         try:
