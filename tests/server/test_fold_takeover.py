@@ -237,3 +237,64 @@ def test_kill_9_mid_fold_the_replacement_folds_at_once(
     log = served.log()
     assert "exited with SIGKILL" in log and "took over 1 lease(s)" in log
     print(f"folded {took:.2f}s after kill -9 (lease {LEASE:.0f}s)")
+
+
+def test_a_replacement_never_takes_another_servers_leases(tmp_path: Path) -> None:
+    """Two ``serve`` processes on one PostgreSQL: server A's fold worker is killed mid-fold
+    while server B's holds another session mid-fold. A's replacement takes over A's
+    session at once and leaves B's alone: B's worker commits its own fold afterwards."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SLOW_SITE)
+    path = os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])
+    config = {"fold": "background", "defaults": {"budget": 1200, "keep_last": 2},
+              "fold_workers": {"processes": 1, "concurrency": 1, "lease_seconds": LEASE,
+                               "poll_interval": 0.05, "restart_pause": 0.2}}
+    servers: dict[str, Served] = {}
+    with fresh_database("leases") as url:
+        try:
+            for name in ("a", "b"):
+                (tmp_path / name).mkdir()
+                hold = tmp_path / name / "hold"
+                hold.touch()
+                servers[name] = start_server(tmp_path / name, store=url, config=config,
+                                             extra_env={"PYTHONPATH": path,
+                                                        "LEASES_TEST_HOLD": str(hold)})
+            a, b = servers["a"], servers["b"]
+            b.keys["t"] = a.key("t")
+            held: dict[str, tuple[str, int]] = {}  # server -> (session, worker pid)
+            with a.client("t") as c:
+                for n in range(2):
+                    s = f"chat-{n}-{uuid.uuid4().hex[:6]}"
+                    chat(c, s, 30)
+                    marker = wait_for(lambda: [
+                        (m.parent.name, int(m.name.split("-")[1]))
+                        for name in ("a", "b") if name not in held
+                        for m in (tmp_path / name).glob("folding-*")
+                    ])
+                    (server, pid), = marker
+                    held[server] = (s, pid)
+                os.kill(held["a"][1], signal.SIGKILL)
+                began = time.monotonic()
+                (tmp_path / "a" / "hold").unlink()
+                wait_for(lambda: any(e["outcome"] == "committed"
+                                     for e in http_ledger(c, held["a"][0])), seconds=LEASE)
+                took = time.monotonic() - began
+                assert took < TAKEN_OVER_WITHIN, f"folded {took:.1f}s after the kill"
+                time.sleep(2.0)  # had B's lease been taken, B's session would fold now
+                assert http_ledger(c, held["b"][0]) == []
+                (tmp_path / "b" / "hold").unlink()
+                wait_for(lambda: http_ledger(c, held["b"][0]))
+                outcomes = [e["outcome"] for e in http_ledger(c, held["b"][0])]
+                assert "committed" in outcomes and "conflict" not in outcomes
+            assert "took over 1 lease(s)" in a.log() and "took over" not in b.log()
+            assert held["b"][1] in fold_worker_pids(b)  # B's worker was never replaced
+        finally:
+            for served in servers.values():
+                served.stop()
+
+
+def fold_worker_pids(served: Served) -> list[int]:
+    from .test_fold_workers import fold_workers_of
+
+    return fold_workers_of(served.process.pid)
