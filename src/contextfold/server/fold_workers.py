@@ -24,9 +24,10 @@ earlier generation of its slot before it claims anything
 at once instead of after ``lease_seconds``. The revoke bumps each session's lease token,
 so a fold of the old owner can never commit after it, even one of a process that was
 only paused. It names the slot's own owners only: another server's workers on the same
-PostgreSQL are never touched, and the workers of a server that was itself killed
-(``kill -9``) keep their leases until they expire, as a worker of an unknown process
-must (nobody saw it exit).
+PostgreSQL are never touched. The workers of a server that was itself killed (``kill -9``)
+get SIGTERM (parent death) and finish or release their folds as they stop; the leases of
+workers killed with it (a process group kill, the OOM killer) wait until they expire, as
+the leases of any process nobody saw exit must.
 
 One worker process per server also logs a session left over its fold trigger, with no
 fold committed, for ``fold_workers.overdue_after_leases`` lease periods
