@@ -13,7 +13,10 @@ Guarantees, from the store contract:
   lease is current and unexpired — a worker that stalled past its lease (or was killed)
   cannot commit over a newer fold; a running fold renews its lease every third of
   ``lease_seconds``, so only a dead or stalled worker loses one;
-* a killed worker's sessions are claimed again once its leases expire;
+* a killed worker's sessions are claimed again once its leases expire — or at once by a
+  worker started with ``takeover`` naming it (a supervisor's replacement for a worker it
+  saw exit, see :mod:`contextfold.server.fold_workers`): the dead owner's leases are
+  revoked before the first claim, which also fences off any fold of theirs still running;
 * a failed fold changes nothing and is retried after ``retry_after`` seconds (so is a
   fold fenced off because its worker stalled past its lease, and one that raised an
   unexpected exception: logged with its traceback, its lease released at once).
@@ -64,6 +67,7 @@ class WorkerStats:
     released: int = 0
     lost: int = 0
     cancelled: int = 0
+    taken_over: int = 0
 
 
 class Worker:
@@ -77,6 +81,11 @@ class Worker:
 
     ``lease_seconds`` is how long the sessions of a worker that died or stalled stay
     blocked; running folds renew their leases, so it need not exceed the longest fold.
+
+    ``takeover``: an owner prefix naming workers known to be dead (every earlier owner of
+    a supervisor's slot); before its first claim the worker revokes their leases
+    (:meth:`~contextfold.stores.base.Store.revoke_leases`, fenced: a paused predecessor
+    that wakes up cannot commit) instead of waiting ``lease_seconds`` for them to expire.
     """
 
     def __init__(
@@ -90,6 +99,7 @@ class Worker:
         retry_after: float = 30.0,
         grace_seconds: float = 20.0,
         memory_for: Callable[[str], Awaitable[AsyncMemory]] | None = None,
+        takeover: str | None = None,
     ) -> None:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ConfigError(f"concurrency must be an int >= 1, got {concurrency!r}")
@@ -106,6 +116,7 @@ class Worker:
         self.poll_interval = poll_interval
         self.retry_after = retry_after
         self.grace_seconds = grace_seconds
+        self.takeover = takeover or None
         self.stats = WorkerStats()
         self._stopping = asyncio.Event()
         self._hurry = asyncio.Event()
@@ -131,8 +142,11 @@ class Worker:
             wake.set()
 
         log.info("worker %s started (concurrency %d)", self.owner, self.concurrency)
+        takeover = self.takeover
         try:
             while not self._stopping.is_set():
+                if takeover is not None and await self._take_over(takeover):
+                    takeover = None
                 free = self.concurrency - len(tasks)
                 leases: list[Lease] = []
                 if free > 0:
@@ -157,6 +171,20 @@ class Worker:
             await self._drain(tasks)
         log.info("worker %s stopped: %s", self.owner, self.stats)
         return self.stats
+
+    async def _take_over(self, prefix: str) -> bool:
+        """Revoke the leases of the dead owners ``prefix`` names; False to try again."""
+        try:
+            revoked = await self.memory.store.revoke_leases(prefix, except_owner=self.owner)
+        except ContextFoldError as exc:
+            log.warning("worker %s could not take over the leases of %s* (they expire on "
+                        "their own; trying again): %s", self.owner, prefix, exc)
+            return False
+        self.stats.taken_over += revoked
+        if revoked:
+            log.warning("worker %s took over %d lease(s) of its dead predecessor %s*",
+                        self.owner, revoked, prefix)
+        return True
 
     async def _drain(self, tasks: set[asyncio.Task[None]]) -> None:
         if not tasks:

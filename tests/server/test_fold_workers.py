@@ -124,7 +124,7 @@ def test_a_killed_fold_worker_is_restarted_and_loses_nothing(served: Served) -> 
         again = wait_for(lambda: [p for p in fold_workers_of(served.process.pid)
                                   if p != first[0]])
         assert isinstance(again, list) and len(again) == 1
-        # a new session is folded by the new worker; the old one once its lease is free
+        # a new session is folded by the new worker, and the old one (its lease taken over)
         other = f"chat-{uuid.uuid4().hex[:6]}"
         other_sent = chat(c, other, 12, "after")
         wait_for(lambda: committed_folds(c, other) >= 1)

@@ -16,6 +16,12 @@
       poll_interval: 0.5        # seconds between looks for due sessions when idle
       nice: 10                  # CPU priority below the server's (0: the same; Unix): on
                                 # busy cores requests come first, folds catch up after
+      restart_pause: 0.5        # a worker that exits is started again after this many
+      restart_pause_max: 10     # seconds, doubled up to the max while it keeps failing
+                                # (within 30 s of its start); its replacement takes over
+                                # the dead worker's leases at once
+      overdue_after_leases: 3   # log a session over its fold trigger that no fold has
+                                # shrunk for this many lease periods (0: never)
     retention: archive          # archive: keep folded messages (marked folded); delete:
                                 # remove them in the fold's commit (privacy)
     key_cache_seconds: 2        # a revoked key stops working within this many seconds
@@ -94,6 +100,9 @@ class FoldWorkers(BaseModel):
     lease_seconds: float = Field(default=30.0, ge=1, le=3600)
     poll_interval: float = Field(default=0.5, ge=0.05, le=60)
     nice: int = Field(default=10, ge=0, le=19)
+    restart_pause: float = Field(default=0.5, ge=0, le=60)
+    restart_pause_max: float = Field(default=10.0, ge=0, le=600)
+    overdue_after_leases: int = Field(default=3, ge=0, le=1000)
 
 
 class ServerConfig(BaseModel):

@@ -15,7 +15,23 @@ the workers of other servers on the same PostgreSQL, and with ``contextfold work
 --config`` processes (``fold: deferred`` starts none: only external workers fold).
 
 A fold worker killed mid-fold loses nothing: the messages were committed by the append,
-its fold never commits after its lease expired, and the session is claimed again.
+its fold never commits after its lease expired, and the session is claimed again. Each
+worker slot of a supervisor has an owner identity of its own — ``<server>/fold-<slot>/g<n>``,
+``<server>`` unique per ``serve`` process (host, pid, random), ``n`` the generation —
+and the replacement of a worker the supervisor saw exit revokes the leases of every
+earlier generation of its slot before it claims anything
+(:meth:`~contextfold.stores.base.Store.revoke_leases`): their sessions are folded again
+at once instead of after ``lease_seconds``. The revoke bumps each session's lease token,
+so a fold of the old owner can never commit after it, even one of a process that was
+only paused. It names the slot's own owners only: another server's workers on the same
+PostgreSQL are never touched. The workers of a server that was itself killed (``kill -9``)
+get SIGTERM (parent death) and finish or release their folds as they stop; the leases of
+workers killed with it (a process group kill, the OOM killer) wait until they expire, as
+the leases of any process nobody saw exit must.
+
+One worker process per server also logs a session left over its fold trigger, with no
+fold committed, for ``fold_workers.overdue_after_leases`` lease periods
+(:mod:`.fold_overdue`).
 """
 
 from __future__ import annotations
@@ -33,8 +49,9 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from ..engine import AsyncMemory
-from ..worker import Worker, WorkerStats, run_worker
-from .config import ServerConfig
+from ..worker import Worker, WorkerStats, default_owner, run_worker
+from .config import ServerConfig, load_config
+from .fold_overdue import OverdueWatch
 
 __all__ = ["FoldSupervisor", "serve_folds"]
 
@@ -42,6 +59,12 @@ log = logging.getLogger("contextfold.server.folds")
 
 #: Environment of a supervised fold worker (besides the server's store and config).
 PARENT_ENV = "CONTEXTFOLD_FOLD_PARENT"
+OWNER_ENV = "CONTEXTFOLD_FOLD_OWNER"  # its lease owner identity
+TAKEOVER_ENV = "CONTEXTFOLD_FOLD_TAKEOVER"  # the owner prefix of its dead predecessors
+WATCH_ENV = "CONTEXTFOLD_FOLD_WATCH"  # "1": it runs the overdue-session watch
+
+#: A worker that ran this long before it exited is not crash-looping: the pause resets.
+STABLE_SECONDS = 30.0
 
 MakeWorker = Callable[[AsyncMemory, Callable[[str], Awaitable[AsyncMemory]]], Worker]
 
@@ -49,10 +72,12 @@ MakeWorker = Callable[[AsyncMemory, Callable[[str], Awaitable[AsyncMemory]]], Wo
 async def serve_folds(
     config: ServerConfig, url: str, make_worker: MakeWorker, *, once: bool = False,
     watch: Callable[[Worker], Coroutine[Any, Any, None]] | None = None,
+    overdue_seconds: float = 0.0,
 ) -> WorkerStats:
     """Fold the due sessions of the service's store at ``url`` as the service would: the
     config's model, retention and defaults, overlaid with each session's own settings
-    (``contextfold worker --config`` and the workers ``serve`` supervises)."""
+    (``contextfold worker --config`` and the workers ``serve`` supervises). With
+    ``overdue_seconds`` it also logs sessions left over their fold trigger that long."""
     from .catalog import open_catalog
     from .memories import SessionMemories, open_service_store
 
@@ -61,13 +86,14 @@ async def serve_folds(
     memories = SessionMemories(config, store, catalog)
     try:
         work = make_worker(memories.memory(config.defaults), memories.for_store_id)
-        watcher: asyncio.Task[None] | None = (
-            asyncio.create_task(watch(work)) if watch is not None else None
-        )
+        watchers = [asyncio.create_task(watch(work))] if watch is not None else []
+        if overdue_seconds > 0:
+            overdue = OverdueWatch(store, memories.for_store_id, after_seconds=overdue_seconds)
+            watchers.append(asyncio.create_task(overdue.run(work.lease_seconds)))
         try:
             return await run_worker(work, once=once)
         finally:
-            if watcher is not None:
+            for watcher in watchers:
                 watcher.cancel()
     finally:
         await store.close()
@@ -77,11 +103,15 @@ async def serve_folds(
 class FoldSupervisor:
     """Runs ``processes`` fold worker processes for a server and keeps them running.
 
-    A thread per worker starts it, waits for it and starts it again if it ends before
-    :meth:`stop` (after a pause that grows while it keeps failing, up to 10 s). The thread
-    outlives its worker, so the worker's parent-death signal (tied to that thread) fires
-    only when the server process dies. :meth:`stop` sends SIGTERM (the worker finishes or
-    releases its folds) and kills what is left after ``grace_seconds``.
+    A thread per worker slot starts it, waits for it and starts it again if it ends before
+    :meth:`stop`, after ``fold_workers.restart_pause`` seconds, doubled (up to
+    ``restart_pause_max``) while it keeps exiting within 30 s of its start. Each start is
+    a new generation of the slot's owner identity (:meth:`owner`); a replacement takes over
+    the leases of the slot's earlier generations at once — the supervisor has reaped them,
+    so they are dead. The thread outlives its worker, so the worker's parent-death signal
+    (tied to that thread) fires only when the server process dies. :meth:`stop` sends
+    SIGTERM (the worker finishes or releases its folds) and kills what is left after
+    ``grace_seconds``.
     """
 
     def __init__(
@@ -93,11 +123,23 @@ class FoldSupervisor:
         self.processes = processes
         self.grace_seconds = grace_seconds
         self.log_level = log_level
+        settings = load_config(config_path).fold_workers
+        self.restart_pause = settings.restart_pause
+        self.restart_pause_max = max(settings.restart_pause, settings.restart_pause_max)
+        self.instance = default_owner()  # this server: host:pid:random
         self.started = 0  # worker processes started so far, restarts included
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._children: dict[int, subprocess.Popen[bytes]] = {}
         self._threads: list[threading.Thread] = []
+
+    def owner(self, slot: int, generation: int) -> str:
+        """The lease owner of ``slot``'s ``generation``-th worker process; every generation
+        of a slot starts with :meth:`slot_prefix`."""
+        return f"{self.slot_prefix(slot)}g{generation}"
+
+    def slot_prefix(self, slot: int) -> str:
+        return f"{self.instance}/fold-{slot}/"
 
     def start(self) -> None:
         for n in range(self.processes):
@@ -110,10 +152,14 @@ class FoldSupervisor:
         with self._lock:
             return [c.pid for c in self._children.values() if c.poll() is None]
 
-    def _spawn(self, n: int) -> subprocess.Popen[bytes] | None:
+    def _spawn(self, n: int, generation: int) -> subprocess.Popen[bytes] | None:
         env = {**os.environ, "CONTEXTFOLD_SERVER_STORE": self.store_url,
-               PARENT_ENV: str(os.getpid()), "CONTEXTFOLD_FOLD_LOG_LEVEL": self.log_level}
+               PARENT_ENV: str(os.getpid()), "CONTEXTFOLD_FOLD_LOG_LEVEL": self.log_level,
+               OWNER_ENV: self.owner(n, generation), WATCH_ENV: "1" if n == 0 else "0"}
         env.pop("CONTEXTFOLD_SERVER_CONFIG", None)
+        env.pop(TAKEOVER_ENV, None)
+        if generation > 1:  # its predecessors were reaped: take their leases over
+            env[TAKEOVER_ENV] = self.slot_prefix(n)
         if self.config_path is not None:
             env["CONTEXTFOLD_SERVER_CONFIG"] = self.config_path
         with self._lock:
@@ -130,22 +176,30 @@ class FoldSupervisor:
         return child
 
     def _keep(self, n: int) -> None:
-        pause = 0.5
+        pause, quick_exits, generation = self.restart_pause, 0, 0
         while not self._stopping.is_set():
+            generation += 1
             began = time.monotonic()
-            child = self._spawn(n)
+            child = self._spawn(n, generation)
             if child is None:
                 return
-            code = child.wait()
+            code = child.wait()  # reaped: from here on it is surely dead
             if self._stopping.is_set():
                 return
-            if time.monotonic() - began > 30:
-                pause = 0.5
-            log.warning("fold worker %d (pid %d) exited with %s; starting it again in %.1fs",
-                        n, child.pid, code, pause)
+            ran = time.monotonic() - began
+            if ran > STABLE_SECONDS:
+                pause, quick_exits = self.restart_pause, 0
+            quick_exits += ran <= STABLE_SECONDS
+            log.warning("fold worker %d (pid %d, %s) exited with %s after %.1fs; starting "
+                        "it again in %.1fs, taking over its leases", n, child.pid,
+                        self.owner(n, generation), _exit_name(code), ran, pause)
+            if quick_exits >= 3:
+                log.error("fold worker %d keeps failing: %d exits in a row within %.0fs of "
+                          "starting (its log is above); retrying every %.1fs at most",
+                          n, quick_exits, STABLE_SECONDS, self.restart_pause_max)
             if self._stopping.wait(pause):
                 return
-            pause = min(10.0, pause * 2)
+            pause = min(self.restart_pause_max, max(pause * 2, 0.1))
 
     def stop(self) -> None:
         """Stop every worker (SIGTERM, then SIGKILL after ``grace_seconds``) and wait."""
@@ -165,6 +219,14 @@ class FoldSupervisor:
                 child.wait()
         for thread in self._threads:
             thread.join(timeout=5)
+
+
+def _exit_name(code: int) -> str:
+    """``SIGKILL`` for a process killed by a signal, else the exit status."""
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            return signal.Signals(-code).name
+    return str(code)
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
@@ -208,12 +270,15 @@ def main() -> None:
     def make_worker(
         memory: AsyncMemory, memory_for: Callable[[str], Awaitable[AsyncMemory]]
     ) -> Worker:
-        return Worker(memory, concurrency=workers.concurrency,
-                      lease_seconds=workers.lease_seconds, poll_interval=workers.poll_interval,
-                      memory_for=memory_for)
+        return Worker(memory, owner=os.environ.get(OWNER_ENV) or None,
+                      concurrency=workers.concurrency, lease_seconds=workers.lease_seconds,
+                      poll_interval=workers.poll_interval, memory_for=memory_for,
+                      takeover=os.environ.get(TAKEOVER_ENV) or None)
 
+    overdue = workers.overdue_after_leases * workers.lease_seconds
     asyncio.run(serve_folds(config, url, make_worker,
-                            watch=lambda w: _watch_parent(w, parent)))
+                            watch=lambda w: _watch_parent(w, parent),
+                            overdue_seconds=overdue if os.environ.get(WATCH_ENV) == "1" else 0))
 
 
 if __name__ == "__main__":

@@ -20,7 +20,8 @@ Contract (checked by :mod:`contextfold.testing.conformance` on every store):
   ``claim_due`` leases due, unleased (or lease-expired) sessions to one owner, bumping the
   session's lease token; ``renew`` extends a current, unexpired lease (same token); a
   ``commit_fold`` carrying a lease succeeds only while that lease (owner and token) is the
-  session's current, unexpired lease (fencing), else ``ConflictError``.
+  session's current, unexpired lease (fencing), else ``ConflictError``; ``revoke_leases``
+  ends the leases of dead owners at once and fences them the same way.
 * Driver errors are translated into ``StorageError`` with ``__cause__``.
 * Invariant: live messages plus messages covered by the summary are exactly seq 1..last,
   each once (with ``delete`` retention, "covered" means seq <= ``through_seq``).
@@ -460,6 +461,14 @@ class Store(Protocol):
 
     async def release_many(self, leases: Sequence[Lease]) -> None:
         """End the leases that are still current; due marks are left as they are."""
+        ...
+
+    async def revoke_leases(self, owner_prefix: str, *, except_owner: str | None = None) -> int:
+        """End now, expired or not, every lease whose owner starts with ``owner_prefix``
+        (but ``except_owner``'s), bumping each session's lease token: a fold of such an
+        owner still running cannot commit, renew or release any more (fencing). Due marks
+        stay, so the sessions can be claimed at once. For owners known to be dead (the
+        worker a supervisor saw exit); returns how many leases ended."""
         ...
 
     async def snapshots(self, session_ids: Sequence[str]) -> dict[str, Snapshot]:

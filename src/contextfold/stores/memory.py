@@ -472,6 +472,18 @@ class MemoryStore:
             await self.release(lease, due_at=None, as_of_seq=-1)
 
     @_atomic
+    async def revoke_leases(self, owner_prefix: str, *, except_owner: str | None = None) -> int:
+        revoked = 0
+        for sess in self._sessions.values():
+            held = sess.lease
+            if held is not None and held.owner.startswith(owner_prefix) \
+                    and held.owner != except_owner:
+                sess.lease = None
+                sess.lease_epoch += 1  # as the databases bump the token
+                revoked += 1
+        return revoked
+
+    @_atomic
     async def snapshots(self, session_ids: Sequence[str]) -> dict[str, Snapshot]:
         out = {}
         for sid in session_ids:

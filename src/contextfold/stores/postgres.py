@@ -394,6 +394,11 @@ class PostgresStore:
         if leases:
             await self._tx(lambda c: lease_sql.release_many(c, leases), single=True)
 
+    async def revoke_leases(self, owner_prefix: str, *, except_owner: str | None = None) -> int:
+        return await self._tx(
+            lambda c: lease_sql.revoke_leases(c, owner_prefix, except_owner), single=True
+        )
+
     async def renew(self, lease: Lease, *, lease_seconds: float) -> Lease | None:
         return await self._tx(lambda c: lease_sql.renew(c, lease, lease_seconds), single=True)
 

@@ -25,6 +25,7 @@ __all__ = [
     "release",
     "release_many",
     "renew",
+    "revoke_leases",
 ]
 
 #: Lease up to N due, unleased sessions, most overdue first; concurrent claimers skip.
@@ -68,6 +69,13 @@ RELEASE = (
     "due_at = CASE WHEN due_seq <= %s THEN %s ELSE due_at END, "
     "due_seq = greatest(due_seq, %s) "
     "WHERE session_id = %s AND lease_owner = %s AND lease_token = %s"
+)
+
+#: End every lease of the owners a prefix names (but one), expired or not, fencing them.
+REVOKE = (
+    "UPDATE sessions SET lease_owner = NULL, lease_expires = NULL, "
+    "lease_token = lease_token + 1 WHERE starts_with(lease_owner, %s) "
+    "AND lease_owner IS DISTINCT FROM %s"
 )
 
 RENEW = (
@@ -115,6 +123,11 @@ async def release_many(conn: Any, leases: Sequence[Lease]) -> None:
         RELEASE_MANY,
         ([x.session_id for x in leases], [x.owner for x in leases], [x.token for x in leases]),
     )
+
+
+async def revoke_leases(conn: Any, owner_prefix: str, except_owner: str | None) -> int:
+    cur = await conn.execute(REVOKE, (owner_prefix, except_owner))
+    return int(cur.rowcount)
 
 
 async def renew(conn: Any, lease: Lease, lease_seconds: float) -> Lease | None:

@@ -249,6 +249,11 @@ class SQLiteStore:
     async def release_many(self, leases: Sequence[Lease]) -> None:
         await self._write(lambda conn: schema.release_leases(conn, leases))
 
+    async def revoke_leases(self, owner_prefix: str, *, except_owner: str | None = None) -> int:
+        return await self._write(
+            lambda conn: schema.revoke_leases(conn, owner_prefix, except_owner)
+        )
+
     async def snapshots(self, session_ids: Sequence[str]) -> dict[str, Snapshot]:
         out = {}
         for sid in session_ids:  # reads are local: no round trip to save

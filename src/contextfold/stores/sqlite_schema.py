@@ -40,6 +40,7 @@ __all__ = [
     "release_lease",
     "release_leases",
     "renew_lease",
+    "revoke_leases",
     "session_stats",
     "statements",
 ]
@@ -296,6 +297,18 @@ def release_leases(conn: sqlite3.Connection, leases: Sequence[Lease]) -> None:
         "WHERE session_id = ? AND lease_owner = ? AND lease_token = ?",
         [(lease.session_id, lease.owner, lease.token) for lease in leases],
     )
+
+
+def revoke_leases(conn: sqlite3.Connection, owner_prefix: str, except_owner: str | None) -> int:
+    """End every lease whose owner starts with ``owner_prefix`` (but ``except_owner``'s),
+    expired or not, bumping the token so their folds are fenced off (in a write tx)."""
+    cur = conn.execute(
+        "UPDATE sessions SET lease_owner = NULL, lease_expires = NULL, "
+        "lease_token = lease_token + 1 WHERE lease_owner IS NOT NULL "
+        "AND substr(lease_owner, 1, ?) = ? AND lease_owner IS NOT ?",
+        (len(owner_prefix), owner_prefix, except_owner),
+    )
+    return int(cur.rowcount)
 
 
 def claim_due(

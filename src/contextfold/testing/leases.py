@@ -166,6 +166,48 @@ class LeaseConformance:
 
         self._run(body)
 
+    def test_revoked_leases_are_free_at_once_and_fenced(self) -> None:
+        async def body(store: Store) -> None:
+            owners = {"a": "srv1/fold-1/g1", "b": "srv1/fold-1/g1", "c": "srv1/fold-1/g2",
+                      "d": "srv1/fold-10/g1", "e": "srv2/fold-1/g1"}
+            leases = {}
+            for sid, owner in owners.items():
+                await _session(store, sid)
+                await store.mark_due(sid, PAST, as_of_seq=4)
+                (leases[sid],) = await store.claim_due(owner, limit=1, lease_seconds=30)
+            # the dead owners of slot 1 of server srv1, but the live one (g2): a, b
+            assert await store.revoke_leases("srv1/fold-1/", except_owner="srv1/fold-1/g2") == 2
+            assert await store.revoke_leases("srv1/fold-1/", except_owner="srv1/fold-1/g2") == 0
+            assert [s for s, _ in await store.list_due()] == sorted(owners)  # marks kept
+            got = await store.claim_due("srv1/fold-1/g2", limit=10, lease_seconds=30)
+            assert sorted((x.session_id, x.token) for x in got) == [("a", 3), ("b", 3)]
+            old = leases["a"]
+            entry = LedgerEntry(session_id="a", outcome="committed", lo=1, hi=2, started_at=PAST)
+            try:
+                await store.commit_fold(FoldCommit("a", 0, 1, 2, "zombie", 3, old), entry)
+            except ConflictError:
+                pass
+            else:
+                raise AssertionError("a fold of a revoked lease committed")
+            assert await store.summary("a") is None
+            assert await store.renew(old, lease_seconds=30) is None
+            assert not await store.release(old, due_at=None, as_of_seq=4)
+            # the live owner's, another slot's and another server's leases still hold
+            for sid in ("c", "d", "e"):
+                assert await store.renew(leases[sid], lease_seconds=30) is not None
+            # revoked but unclaimed: fenced too (the token moved on)
+            assert await store.revoke_leases("srv2/") == 1
+            try:
+                await store.commit_fold(FoldCommit("e", 0, 1, 2, "zombie", 3, leases["e"]),
+                                        LedgerEntry(session_id="e", outcome="committed",
+                                                    lo=1, hi=2, started_at=PAST))
+            except ConflictError:
+                pass
+            else:
+                raise AssertionError("a fold of a revoked, unclaimed lease committed")
+
+        self._run(body)
+
     def test_expired_lease_cannot_commit_even_if_unclaimed(self) -> None:
         async def body(store: Store) -> None:
             await _session(store, "s")
