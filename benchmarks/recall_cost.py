@@ -16,10 +16,16 @@ terms are read from its statistics. For the LoCoMo text, the share of questions 
 answer is in the recall context is reported too (the session repeats each turn about 17
 times, so a top 40 holds few distinct turns: compare the two columns, not with
 ``retention_recall.py``).
+``--baseline SRC``: also the same recall timed with another source tree of contextfold
+(``SRC``: a directory holding the ``contextfold`` package, e.g. an older commit's ``src``
+from ``git archive``) — the two alternate in child processes on the same session and
+questions (``--rounds`` blocks each), so a change is compared with what it replaces on
+the same machine at the same time.
 Usage::
 
     python benchmarks/recall_cost.py [--messages 100000] [--runs 200] [--others 0]
         [--stores sqlite,postgres] [--pg URL] [--quick] [--no-write]
+        [--baseline SRC] [--rounds 4]
 
 ``--quick``: 10,000 messages, 60 runs. Writes ``benchmarks/results/recall_cost.md``.
 """
@@ -27,9 +33,11 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -169,6 +177,53 @@ def measure(url: str, sid: str, questions: list[str], runs: int,
     return out
 
 
+def timed(url: str, sid: str, questions: list[str], start: int, runs: int) -> dict[str, Any]:
+    """Alternating: the plain context and recall as shipped, ``runs`` questions from
+    ``start`` (what a child process of ``--baseline`` measures). Times in ms: wall clock,
+    and this process's CPU time (``cpu_``: SQLite runs in the process, so on a loaded
+    machine that is the steadier figure; it leaves out a PostgreSQL server's work)."""
+    out: dict[str, Any] = {"plain": [], "recall": [], "cpu_plain": [], "cpu_recall": []}
+    with Memory(url, policy=TokenBudget(8000)) as plain, \
+            Memory(url, policy=TokenBudget(8000), recall=Recall()) as recall:
+        plain.context(sid)
+        recall.context(sid, query=questions[0])
+        for i in range(start, start + runs):
+            q = questions[i % len(questions)]
+            for name, call in (("plain", lambda q=q: plain.context(sid, max_tokens=8000)),
+                               ("recall", lambda q=q: recall.context(sid, max_tokens=8000,
+                                                                     query=q))):
+                t0, c0 = time.perf_counter(), time.process_time()
+                call()
+                out[f"cpu_{name}"].append((time.process_time() - c0) * 1000)
+                out[name].append((time.perf_counter() - t0) * 1000)
+    return out
+
+
+def compare(url: str, sid: str, questions: list[str], runs: int, rounds: int,
+            baseline: Path) -> dict[str, dict[str, list[float]]]:
+    """The questions timed by child processes, the baseline source tree and this one
+    alternating, ``rounds`` blocks each (each child warms its own caches alike)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(questions, f)
+    here = Path(__file__).resolve().parent.parent / "src"
+    got: dict[str, dict[str, list[float]]] = {
+        name: {"plain": [], "recall": [], "cpu_plain": [], "cpu_recall": []}
+        for name in ("baseline", "change")}
+    per = max(1, runs // rounds)
+    try:
+        for r in range(rounds):
+            for name, src in (("baseline", baseline), ("change", here)):
+                env = {**os.environ, "PYTHONPATH": str(src)}
+                proc = subprocess.run(
+                    [sys.executable, __file__, "--child", url, sid, f.name, str(r * per),
+                     str(per)], env=env, capture_output=True, text=True, check=True)
+                for key, values in json.loads(proc.stdout.splitlines()[-1]).items():
+                    got[name][key] += values
+    finally:
+        os.unlink(f.name)
+    return got
+
+
 def _answered(got: dict[str, Any], name: str, asked: int) -> str:
     return f"{got['answered'][name]}/{asked}" if asked else "–"
 
@@ -179,7 +234,8 @@ def pct(xs: list[float], q: float) -> float:
 
 
 def run_one(store: str, url: str, text: str, n: int, others: list[int], runs: int,
-            vocab: list[str]) -> list[str]:
+            vocab: list[str], baseline: Path | None = None, rounds: int = 4,
+            ab_rows: list[str] | None = None) -> list[str]:
     """Table rows of one store and kind of text: the session built, then measured once per
     size of the other sessions."""
     rows = []
@@ -209,6 +265,22 @@ def run_one(store: str, url: str, text: str, n: int, others: list[int], runs: in
                     f"{_answered(got, 'every', asked)} / {_answered(got, 'recall', asked)} | "
                     f"{built:.0f} s |")
         print(rows[-1], flush=True)
+        if baseline is not None and ab_rows is not None:
+            ab = compare(url, sid, questions, runs, rounds, baseline)
+            cells = []
+            over: dict[str, float] = {}
+            for name in ("baseline", "change"):
+                got_ = ab[name]
+                base = statistics.median(got_["plain"])
+                over[name] = statistics.median(got_["recall"]) - base
+                over[f"cpu_{name}"] = (statistics.median(got_["cpu_recall"])
+                                       - statistics.median(got_["cpu_plain"]))
+                cells += [f"{base:.2f}", f"{over[name]:.2f}", f"{pct(got_['recall'], 0.95):.2f}",
+                          f"{over[f'cpu_{name}']:.2f}"]
+            ab_rows.append(f"| {store} | {text} | {n:,} | {n_others:,} | {' | '.join(cells)} "
+                           f"| **{over['change'] / over['baseline']:.2f}** "
+                           f"| **{over['cpu_change'] / over['cpu_baseline']:.2f}** |")
+            print(ab_rows[-1], flush=True)
     if store != "sqlite":
         with Memory(url) as memory:
             memory.delete(sid)
@@ -219,6 +291,12 @@ def run_one(store: str, url: str, text: str, n: int, others: list[int], runs: in
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--child"]:  # a block of --baseline's comparison, in this source tree
+        url, sid, qfile, start, runs = argv[1:6]
+        questions = json.loads(Path(qfile).read_text(encoding="utf-8"))
+        print(json.dumps(timed(url, sid, questions, int(start), int(runs))))
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=200)
@@ -233,6 +311,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "questions")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--no-write", action="store_true")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="another source tree of contextfold to compare with (its src)")
+    parser.add_argument("--rounds", type=int, default=4)
     args = parser.parse_args(argv)
     if args.quick:
         args.messages, args.runs = 10_000, 60
@@ -240,17 +321,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     rng = random.Random(7)
     vocab = vocabulary(rng)
     rows: list[str] = []
+    ab_rows: list[str] = []
     load_before = os.getloadavg()
     tmp = Path(tempfile.mkdtemp(prefix="recall-cost-"))
     for store in args.stores.split(","):
         url = f"sqlite:///{tmp / 'cost.db'}" if store == "sqlite" else args.pg
         for text in args.text.split(","):
-            rows += run_one(store, url, text, args.messages, others, args.runs, vocab)
+            rows += run_one(store, url, text, args.messages, others, args.runs, vocab,
+                            args.baseline, args.rounds, ab_rows)
     lines = [
         "# What recall adds to context()",
         "",
         f"Generated by `python benchmarks/recall_cost.py{' --quick' if args.quick else ''}"
-        f"{'' if others == [0] else ' --others ' + args.others}`; "
+        f"{'' if args.stores == 'sqlite,postgres' else ' --stores ' + args.stores}"
+        f"{'' if args.text == 'synthetic,locomo' else ' --text ' + args.text}"
+        f"{'' if others == [0] else ' --others ' + args.others}"
+        f"{'' if args.baseline is None else f' --baseline SRC --rounds {args.rounds}'}`; "
         f"{args.runs} alternating calls per store, budget 8,000, one session of "
         f"{args.messages:,} messages (all but the newest 40 folded). Text: *synthetic* — "
         "sentences over a 3,000-word vocabulary, queried with questions built from words of "
@@ -273,6 +359,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         *rows,
         "",
     ]
+    if ab_rows:
+        lines += [
+            f"Against a baseline source tree (`--baseline`, {args.rounds} alternating blocks "
+            f"of child processes per tree, {args.runs} questions each; ms):",
+            "",
+            "| store | text | messages | other sessions' messages | baseline: plain p50 "
+            "| baseline: p50 overhead | baseline: recall p95 | baseline: CPU p50 overhead "
+            "| change: plain p50 | change: p50 overhead | change: recall p95 "
+            "| change: CPU p50 overhead | overhead change / baseline "
+            "| CPU overhead change / baseline |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            *ab_rows,
+            "",
+        ]
     report = "\n".join(lines)
     print(report)
     if not args.no_write:

@@ -132,6 +132,15 @@ def render_block(spans: Sequence[Sequence[StoredMessage]], lines: Mapping[int, s
     return "\n".join(out)
 
 
+def _quoted(text: str, quoted: str) -> bool:
+    """Whether the summary (``quoted``, on one line) quotes ``text`` whole (texts of 24
+    characters or fewer are never counted as quoted)."""
+    if len(text) <= 24:
+        return False
+    first = text.split(None, 1)  # the first word must be there: most texts stop here
+    return not first or (first[0] in quoted and _one_line(text) in quoted)
+
+
 def _own_turn(hit: int, span: Sequence[int], messages: Mapping[int, StoredMessage]
               ) -> list[int]:
     """The hit with the one message of its span that makes it a turn: the answer after a
@@ -156,39 +165,68 @@ def build_block(spans: Sequence[tuple[int, Sequence[int]]],
     quoted = _one_line(summary_text) if summary_text else ""
     chosen: dict[int, StoredMessage] = {}
     lines: dict[int, str] = {}
-    costs: dict[int, int] = {}  # tokens of each line (a seq may be tried more than once)
-    frame = count_message(counter, _block_message(render_block([], {})))
-    used = frame
-    def line_cost(item: StoredMessage) -> int:
+    # the tokens of each seq's line, or None when it is not shown (not fetched, or quoted
+    # by the summary): worked out once per seq, however often it is tried
+    costs: dict[int, int | None] = {}
+    used = _frame_tokens(counter)
+    max_tokens = options.max_message_tokens
+    who_tokens: dict[str, int] = {}  # "speaker: " -> tokens
+    name_tokens: dict[str, int] = {}
+
+    def line_cost(seq: int) -> int | None:
         """A line's tokens, estimated from the stored count (the block is counted exactly
-        once laid out); counted on the line itself when that count cannot tell."""
-        text = _text_tokens(item, counter)
-        if text is not None and text <= options.max_message_tokens:
-            return text + count_repeated(counter, _who(item) + ": ") + 2  # newline, date, gap
-        lines[item.seq] = message_line(item, counter, options.max_message_tokens)
-        return counter.count(lines[item.seq]) + 2
+        once laid out); counted on the line itself when that count cannot tell. None: not
+        shown (not fetched, or quoted by the summary)."""
+        item = messages.get(seq)
+        if item is None:
+            return None
+        msg = item.message
+        content = msg.content
+        if quoted and _quoted(content if isinstance(content, str) else msg.text, quoted):
+            return None
+        if not msg.tool_calls and isinstance(content, str) and not msg.tool_call_id:
+            tokens = item.tokens - MESSAGE_OVERHEAD_TOKENS  # the text's, from the stored count
+            name = msg.name
+            if name:
+                named = name_tokens.get(name)
+                if named is None:
+                    named = name_tokens[name] = count_repeated(counter, name)
+                tokens -= NAME_OVERHEAD_TOKENS + named
+            if tokens <= max_tokens:  # (a negative count is 0, as _text_tokens has it)
+                who = name if name and msg.role in ("user", "assistant") else _who(item)
+                prefix = who_tokens.get(who)
+                if prefix is None:
+                    prefix = who_tokens[who] = count_repeated(counter, who + ": ")
+                return max(0, tokens) + prefix + 2  # newline, date, gap
+        lines[seq] = message_line(item, counter, max_tokens)
+        return counter.count(lines[seq]) + 2
 
     def known(item: StoredMessage) -> bool:
-        return bool(quoted) and len(item.text) > 24 and _one_line(item.text) in quoted
+        return bool(quoted) and _quoted(item.text, quoted)
 
     def take(seqs: Sequence[int]) -> bool:
         """Add the messages of ``seqs`` not shown yet, all or none, if they fit (False:
         they do not)."""
         nonlocal used
-        new = [messages[s] for s in seqs if s not in chosen and s in messages]
-        new = [m for m in new if not known(m)]
+        new: list[int] = []
+        cost = 0
+        for seq in seqs:
+            if seq in chosen:
+                continue
+            if seq in costs:
+                tokens = costs[seq]
+            else:
+                tokens = costs[seq] = line_cost(seq)
+            if tokens is not None:
+                new.append(seq)
+                cost += tokens
         if not new:
             return True
-        cost = 0
-        for item in new:
-            if item.seq not in costs:
-                costs[item.seq] = line_cost(item)
-            cost += costs[item.seq]
         if used + cost > room:
             return False
         used += cost
-        for item in new:
-            chosen[item.seq] = item
+        for seq in new:
+            chosen[seq] = messages[seq]
         return True
 
     hits = [(hit, span) for hit, span in spans
@@ -218,8 +256,20 @@ def build_block(spans: Sequence[tuple[int, Sequence[int]]],
             return RecallBlock(message, tokens, tuple(sorted(chosen)))
         freed = 0  # the estimate was short: drop the last taken until it covers the excess
         while chosen and freed < tokens - room:
-            freed += costs.get(chosen.popitem()[0], 1)
+            freed += costs.get(chosen.popitem()[0]) or 1
     return None
+
+
+_FRAMES: dict[str, int] = {}  # counter name -> tokens of the empty block
+
+
+def _frame_tokens(counter: TokenCounter) -> int:
+    """The tokens of the block with no line: its message framing, header and tags."""
+    tokens = _FRAMES.get(counter.name)
+    if tokens is None:
+        empty = _block_message(render_block([], {}))
+        tokens = _FRAMES[counter.name] = count_message(counter, empty)
+    return tokens
 
 
 def _runs(chosen: Mapping[int, StoredMessage]) -> list[list[StoredMessage]]:

@@ -199,18 +199,25 @@ _SNIPPET_BEFORE = 60
 _SNIPPET_AFTER = 140
 
 
+@lru_cache(maxsize=256)
+def _match_pattern(terms: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One regex for the words of an ASCII text that are a term, or begin with a long one
+    (compiled once per search: every hit's snippet uses it)."""
+    alternatives = [f"{re.escape(t)}(?![^\\W_])" for t in {t for t in terms if len(t) < PREFIX_MIN}]
+    alternatives += [re.escape(t) for t in terms if len(t) >= PREFIX_MIN]
+    if not alternatives:
+        return None
+    return re.compile(f"(?<![^\\W_])(?:{'|'.join(alternatives)})", re.IGNORECASE | re.ASCII)
+
+
 def _first_match(text: str, terms: Sequence[str]) -> tuple[int, int] | None:
     """Where the first word of ``text`` matching a cleaned term is (start, end)."""
+    if text.isascii():  # one scan in C
+        pattern = _match_pattern(tuple(terms))
+        m = pattern.search(text) if pattern is not None else None
+        return (m.start(), m.end()) if m else None
     exact = {t for t in terms if len(t) < PREFIX_MIN}
     prefixes = tuple(t for t in terms if len(t) >= PREFIX_MIN)
-    if text.isascii():  # one scan in C: the words that are a term, or begin with a long one
-        alternatives = [f"{re.escape(t)}(?![^\\W_])" for t in exact]
-        alternatives += [re.escape(t) for t in prefixes]
-        if not alternatives:
-            return None
-        pattern = f"(?<![^\\W_])(?:{'|'.join(alternatives)})"
-        m = re.search(pattern, text, re.IGNORECASE | re.ASCII)
-        return (m.start(), m.end()) if m else None
     for m in _word_re().finditer(text):
         for w in words(m.group()):
             if w in exact or (prefixes and w.startswith(prefixes)):
