@@ -28,8 +28,9 @@ questions share fewer words with the answer.
 
 Every context is checked to be within its budget. ``--store postgres``: the same replay
 on a real PostgreSQL store (its own ``tsvector`` search and ranking), each replay in a
-schema of its own in the database ``--pg`` names (dropped after), so a conversation's
-search sees its own messages only, as on the memory store. Usage::
+schema of its own in the database ``--pg`` names (dropped after; analyzed after the
+replay, as autovacuum would), so a conversation's search sees its own messages only, as
+on the memory store. Usage::
 
     python benchmarks/retention_recall.py [--data PATH] [--budgets 2000,4000,8000]
         [--jobs 2] [--quick] [--extend] [--store memory|postgres] [--pg URL] [--no-write]
@@ -148,6 +149,13 @@ async def _store() -> AsyncIterator[Any]:
             await conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 
+async def _analyze(store: Any) -> None:
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(store.url, autocommit=True) as conn:
+        await conn.execute(f"ANALYZE {store.schema}.messages")
+
+
 def present(conv: Conversation) -> list[int]:
     """Indices of the QA whose answer occurs in the full conversation (or its dates)."""
     full = normalize(context_text(conv.messages) + "\n" + "\n".join(conv.dates))
@@ -177,6 +185,8 @@ async def _run(task: Task) -> dict[str, list[int]]:
             raise_errors=True, recall=recall) as memory:
         for message in conv.messages:
             await memory.add(conv.sample_id, message)
+        if _pg is not None:  # the statistics autovacuum gathers (broad terms, term weights)
+            await _analyze(store)
         if recall is None:
             ctx = await memory.context(conv.sample_id)
             text = normalize(context_text(ctx.messages))
