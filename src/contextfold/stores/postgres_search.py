@@ -82,7 +82,9 @@ SESSION_GIN = "btree_gin"
 #: BM25's term frequency saturation and length normalization (FTS5's and Lucene's defaults).
 BM25_K1 = 1.2
 BM25_B = 0.75
-#: Distinct lexemes of a message, on average, when the statistics do not say.
+#: The length, in distinct lexemes, a message's length is weighed against (BM25's average
+#: document length: PostgreSQL's statistics of a ``tsvector`` column do not hold it, and a
+#: chat message holds some twenty distinct words).
 AVG_LEXEMES = 20.0
 
 
@@ -94,7 +96,7 @@ def search_sql(n_terms: int) -> str:
 
     The score is BM25 with every term counted once (chat messages seldom repeat a word):
     the sum of the weights (``%(wN)s``, :func:`bm25_weights`) of the terms a message holds,
-    scaled by its length in distinct lexemes against the average (``%(avg)s``). It costs
+    scaled by its length in distinct lexemes against :data:`AVG_LEXEMES`. It costs
     one lexeme lookup per term and message — ``ts_rank_cd`` evaluates the whole query at
     every covering position, some ten times as much on a long session's thousands of
     matches — and it ranks as SQLite's and the memory store's ``bm25()`` do: rarer terms
@@ -102,7 +104,7 @@ def search_sql(n_terms: int) -> str:
     terms = "".join(f", to_tsquery(%(cfg)s::regconfig, %(t{i})s) AS t{i}" for i in range(n_terms))
     held = " + ".join(f"(m.search @@ q.t{i})::int * %(w{i})s::float8" for i in range(n_terms))
     k1, b = BM25_K1, BM25_B
-    scale = f"{k1 + 1} / ({1 + k1 * (1 - b)} + {k1 * b} * length(m.search) / %(avg)s::float8)"
+    scale = f"{k1 + 1} / ({1 + k1 * (1 - b)} + {k1 * b / AVG_LEXEMES} * length(m.search))"
     return f"""
 WITH q AS (SELECT to_tsquery(%(cfg)s::regconfig, %(q)s) AS q{terms})
 SELECT m.seq, m.body, m.tokens,
@@ -116,11 +118,9 @@ LIMIT %(limit)s
 """
 
 
-#: (lexemes, their shares of the rows, rows, histogram of distinct lexemes per row — its
-#: last value their average) of the search column, from its statistics.
+#: (lexemes, their shares of the rows, rows) of the search column, from its statistics.
 TERM_STATS = """
-SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.reltuples,
-    s.elem_count_histogram
+SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.reltuples
 FROM pg_stats s, pg_class c
 WHERE s.schemaname = current_schema() AND s.tablename = 'messages' AND s.attname = 'search'
     AND c.oid = 'messages'::regclass
@@ -168,9 +168,8 @@ class TermStats:
     A lexeme the statistics do not list is rare: counted 0."""
 
     max_age: float = 60.0
-    #: Rows of the table (0: not known) and their average distinct lexemes.
+    #: Rows of the table (0: not known).
     rows: float = 0.0
-    avg_lexemes: float = AVG_LEXEMES
     _lexemes: list[str] = field(default_factory=list)
     _rows: list[float] = field(default_factory=list)
     _read_at: float | None = None
@@ -181,10 +180,7 @@ class TermStats:
         if self._read_at is None or now - self._read_at > self.max_age:
             cur = await conn.execute(TERM_STATS)
             row = await cur.fetchone()
-            if row is None or row[0] is None:
-                self.load([], [], 0.0)
-            else:
-                self.load(row[0], row[1], row[2], row[3])
+            self.load(*(row if row is not None and row[0] is not None else ([], [], 0.0)))
         out: dict[str, int] = {}
         for term in terms:
             i = bisect_left(self._lexemes, term)
@@ -198,23 +194,14 @@ class TermStats:
             out[term] = int(total)
         return out
 
-    def load(
-        self,
-        lexemes: Sequence[str],
-        shares: Sequence[float],
-        rows: float,
-        histogram: Sequence[float] | None = None,
-    ) -> None:
+    def load(self, lexemes: Sequence[str], shares: Sequence[float], rows: float) -> None:
         """Take the statistics' lexemes and shares of ``rows`` rows (the shares' list ends
-        with two or three summary values, which are not a lexeme's) and the histogram of
-        distinct lexemes per row (ending with their average), as read now."""
+        with two or three summary values, which are not a lexeme's), as read now."""
         self._read_at = time.monotonic()
         pairs = sorted(zip(lexemes, shares[: len(lexemes)], strict=True))
         self.rows = max(float(rows), 0.0)  # -1: never analyzed
         self._lexemes = [lex for lex, _ in pairs]
         self._rows = [share * self.rows for _, share in pairs]
-        average = float(histogram[-1]) if histogram else 0.0
-        self.avg_lexemes = average if average >= 1.0 else AVG_LEXEMES
 
 
 def bm25_weights(counts: Sequence[int], rows: float) -> list[float]:
@@ -326,7 +313,6 @@ async def search_messages(
         "sid": sid,
         "folded": query.folded,
         "limit": query.limit,
-        "avg": stats.avg_lexemes if stats is not None else AVG_LEXEMES,
     }
     weights = bm25_weights([counts[t] for t in terms], stats.rows if stats is not None else 0)
     for i, (term, weight) in enumerate(zip(terms, weights, strict=True)):
