@@ -26,13 +26,18 @@ and for the *low-overlap* questions (:func:`retention_data.low_overlap`: at most
 the question's content words in its evidence turns), which stand in for real chats, whose
 questions share fewer words with the answer.
 
-Every context is checked to be within its budget. Usage::
+Every context is checked to be within its budget. ``--store postgres``: the same replay
+on a real PostgreSQL store (its own ``tsvector`` search and ranking), each replay in a
+schema of its own in the database ``--pg`` names (dropped after; analyzed after the
+replay, as autovacuum would), so a conversation's search sees its own messages only, as
+on the memory store. Usage::
 
     python benchmarks/retention_recall.py [--data PATH] [--budgets 2000,4000,8000]
-        [--jobs 2] [--quick] [--extend] [--no-write]
+        [--jobs 2] [--quick] [--extend] [--store memory|postgres] [--pg URL] [--no-write]
 
 Prints the tables and writes ``benchmarks/results/retention_recall.md`` (with ``--extend``,
-the summary extended instead of rewritten at every fold: ``retention_recall_extend.md``).
+the summary extended instead of rewritten at every fold: ``retention_recall_extend.md``;
+with ``--store postgres``, ``retention_recall_postgres.md``).
 """
 
 from __future__ import annotations
@@ -43,8 +48,10 @@ import itertools
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+import uuid
+from collections.abc import AsyncIterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -110,13 +117,43 @@ class Task:
 _convs: list[Conversation] = []
 _tokenizer = "o200k"
 _extend = False
+_pg: str | None = None  # a PostgreSQL URL: replay on that store, else the memory store
 
 
-def _init(data: str, tokenizer: str, extend: bool = False) -> None:
-    global _convs, _tokenizer, _extend
+def _init(data: str, tokenizer: str, extend: bool = False, pg: str | None = None) -> None:
+    global _convs, _tokenizer, _extend, _pg
     _convs = load(Path(data))
     _tokenizer = tokenizer
     _extend = extend
+    _pg = pg
+
+
+@asynccontextmanager
+async def _store() -> AsyncIterator[Any]:
+    """The store of one replay: ``memory://``, or a PostgreSQL store in a fresh schema
+    (dropped when the replay ends)."""
+    if _pg is None:
+        yield "memory://"
+        return
+    import psycopg
+
+    from contextfold.stores.postgres import PostgresStore
+
+    schema = f"rr_{uuid.uuid4().hex[:12]}"
+    store = PostgresStore(_pg, schema=schema, pool_size=2)
+    try:
+        yield store
+    finally:
+        await store.close()
+        async with await psycopg.AsyncConnection.connect(_pg, autocommit=True) as conn:
+            await conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+async def _analyze(store: Any) -> None:
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(store.url, autocommit=True) as conn:
+        await conn.execute(f"ANALYZE {store.schema}.messages")
 
 
 def present(conv: Conversation) -> list[int]:
@@ -143,11 +180,13 @@ async def _run(task: Task) -> dict[str, list[int]]:
     out: dict[str, list[int]] = {}
     summarizer: Any = StubSummarizer() if task.stub else ExtractiveSummarizer(extend=_extend)
     recall = Recall(share=task.share) if task.share else None
-    async with AsyncMemory("memory://", summarizer=summarizer,
-                           policy=TokenBudget(task.budget), tokenizer=counter,
-                           raise_errors=True, recall=recall) as memory:
+    async with _store() as store, AsyncMemory(
+            store, summarizer=summarizer, policy=TokenBudget(task.budget), tokenizer=counter,
+            raise_errors=True, recall=recall) as memory:
         for message in conv.messages:
             await memory.add(conv.sample_id, message)
+        if _pg is not None:  # the statistics autovacuum gathers (broad terms, term weights)
+            await _analyze(store)
         if recall is None:
             ctx = await memory.context(conv.sample_id)
             text = normalize(context_text(ctx.messages))
@@ -173,6 +212,14 @@ def _key(share: float, neighbours: int, matched: int, framed: int, after: int,
         "" if speakers else " no speakers")
 
 
+def _server(url: str) -> str:
+    """The PostgreSQL server's version (for the report)."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return str(conn.execute("SHOW server_version").fetchone()[0]).split()[0]  # type: ignore[index]
+
+
 def _pct(k: int, n: int) -> str:
     return f"{100 * k / n:.1f}%" if n else "–"
 
@@ -187,8 +234,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="two conversations, B = 4,000, a two-point grid")
     parser.add_argument("--extend", action="store_true",
                         help="ExtractiveSummarizer(extend=True): the summary is extended")
+    parser.add_argument("--store", choices=("memory", "postgres"), default="memory",
+                        help="the store replayed into (postgres: each replay in a schema "
+                             "of its own in the --pg database)")
+    parser.add_argument("--pg", default="postgresql://postgres@127.0.0.1:5432/postgres")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
+    pg = args.pg if args.store == "postgres" else None
     if not args.data.exists():
         print(f"data set not found: {args.data}", file=sys.stderr)
         return 2
@@ -217,7 +269,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     t0 = time.perf_counter()
     results: dict[tuple[int, int, float, bool], dict[str, list[int]]] = {}
     with ProcessPoolExecutor(args.jobs, initializer=_init,
-                             initargs=(str(args.data), args.tokenizer, args.extend)) as pool:
+                             initargs=(str(args.data), args.tokenizer, args.extend, pg)) as pool:
         for task, res in zip(tasks, pool.map(run_task, tasks), strict=True):
             key = (task.conv, task.budget, task.share, task.stub)
             results.setdefault(key, {}).update(res)
@@ -312,7 +364,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "# Answer presence with recall (LoCoMo dev)",
         "",
         f"Generated by `python benchmarks/retention_recall.py{' --quick' if args.quick else ''}"
-        f"{' --extend' if args.extend else ''}`"
+        f"{' --extend' if args.extend else ''}"
+        f"{' --store postgres' if pg else ''}`{' (PostgreSQL ' + _server(pg) + ')' if pg else ''}"
         f"; tokenizer {counter.name}; {n} conversations, {len(questions)} questions whose "
         f"answer occurs in the conversation; {len(configs)} option sets searched "
         f"({', '.join(f'{k} ∈ {v}' for k, v in grid.items())}); {elapsed:.0f} s on a shared "
@@ -348,6 +401,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(report)
     if not args.no_write:
         out = RESULTS.with_name("retention_recall_extend.md") if args.extend else RESULTS
+        out = out.with_name(out.stem + "_postgres.md") if pg else out
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(report, encoding="utf-8")
     return 0

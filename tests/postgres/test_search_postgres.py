@@ -148,8 +148,9 @@ def test_broad_terms_from_the_statistics_search_the_selective_matches_first(
     pg_url: str, monkeypatch: Any
 ) -> None:
     """With statistics (ANALYZE), terms in more than ``BROAD_MESSAGES`` rows are broad:
-    the messages with a selective term are searched first, every match when they are
-    fewer than ``limit``; without statistics every match is ranked."""
+    the messages with a selective term are searched first, then, when they are fewer than
+    ``limit``, the groups left out — the same hits, scores and order as ranking every
+    match; without statistics every match is ranked in one search."""
     from contextfold.stores import postgres_search, search
 
     schema = fresh_schema()
@@ -163,6 +164,9 @@ def test_broad_terms_from_the_statistics_search_the_selective_matches_first(
 
     monkeypatch.setattr(postgres_search, "tsquery_text", recorded)
     texts = ["a photo of the great lake"] * 5 + ["a zebra photo", "a great zebra", "nothing"]
+
+    def described(hits: list[Any]) -> list[tuple[int, float, int]]:
+        return [(h.seq, h.score, h.matched) for h in hits]
 
     async def main() -> None:
         store = PostgresStore(pg_url, schema=schema)
@@ -181,7 +185,43 @@ def test_broad_terms_from_the_statistics_search_the_selective_matches_first(
         assert queries == ["('photo':* & 'zebra':*) | ('great':* & 'zebra':*)"]
         queries.clear()
         five = await fresh.search("s", terms, limit=5, min_matched=2)
-        assert len(five) == 5 and {6, 7} <= {h.seq for h in five} and len(queries) == 2
+        assert len(five) == 5 and {6, 7} <= {h.seq for h in five}
+        assert queries[1:] == ["('photo':* & 'great':*)"]  # then the group left out
+        monkeypatch.setattr(search, "BROAD_MESSAGES", 10**9)  # every match ranked at once
+        for limit in (5, 8):  # the selective matches too few: every match ranked
+            every = await fresh.search("s", terms, limit=limit, min_matched=2)
+            monkeypatch.setattr(search, "BROAD_MESSAGES", 3)
+            first = await fresh.search("s", terms, limit=limit, min_matched=2)
+            monkeypatch.setattr(search, "BROAD_MESSAGES", 10**9)
+            assert described(first) == described(every), limit
+        for s in (store, fresh):
+            await s.close()
+
+    asyncio.run(main())
+
+
+def test_rarer_terms_and_shorter_messages_rank_first(pg_url: str) -> None:
+    """BM25 over the terms a message holds: with statistics, a message with the rarer term
+    ranks above one with the common term; of two with the same terms, the shorter first;
+    more terms above fewer."""
+    schema = fresh_schema()
+    texts = ["a photo of the lake"] * 12 + [
+        "zebra",
+        "zebra seen at the lake with friends and family on a sunny day",
+        "photo",
+        "photo zebra",
+    ]
+
+    async def main() -> None:
+        store = PostgresStore(pg_url, schema=schema)
+        await store.setup()
+        await store.append("s", [_p(t) for t in texts], T0)
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(f"ANALYZE {schema}.messages")
+        fresh = PostgresStore(pg_url, schema=schema)
+        hits = await fresh.search("s", ["photo", "zebra"], limit=5)
+        assert [h.seq for h in hits[:3]] == [16, 13, 14]
+        assert hits[0].score > hits[1].score > hits[2].score > hits[3].score
         for s in (store, fresh):
             await s.close()
 

@@ -7,21 +7,25 @@ The column holds ``to_tsvector(config, words)`` of each message's folded words
 text search configuration is the store's ``search_config`` — ``simple`` (no stemming, no
 stop words: language-neutral) unless told otherwise; the index and the queries always use
 the same one. Queries are built from cleaned terms (word characters only), each quoted as
-a lexeme, so no input is read as query syntax.
+a lexeme, so no input is read as query syntax. Matches are ranked by BM25 over the terms a
+message holds (:func:`search_sql`), as SQLite's and the memory store's ``bm25()`` rank them.
 
 Broad terms (:data:`~.search.BROAD_MESSAGES`) are told by the table's statistics: the
 most common lexemes of ``search`` and how many rows hold each, which ``ANALYZE`` (and
-autovacuum) keeps; they are read at most once a minute (:class:`TermStats`). Without
-statistics no term is broad, and every match is ranked.
+autovacuum) keeps; they are read at most once a minute (:class:`TermStats`), and weigh
+the terms too. Without statistics no term is broad, every term weighs the same, and every
+match is ranked.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 import psycopg
@@ -31,6 +35,7 @@ from ..errors import ConfigError
 from ..messages import StoredMessage
 from .rows import MessageDecoder, decode_message
 from .search import (
+    MAX_TERMS,
     PREFIX_MIN,
     SearchHit,
     broad_terms,
@@ -41,18 +46,23 @@ from .search import (
 )
 
 __all__ = [
+    "AVG_LEXEMES",
+    "BM25_B",
+    "BM25_K1",
     "FETCH",
-    "SEARCH",
     "SEARCH_INDEX",
     "SESSION_GIN",
     "TERM_STATS",
     "SearchQuery",
     "TermStats",
+    "bm25_weights",
     "check_config",
     "fetch_messages",
     "index_existing",
     "index_per_session",
     "search_messages",
+    "search_sql",
+    "term_query",
     "tsquery_text",
 ]
 
@@ -69,18 +79,44 @@ CREATE INDEX messages_search ON messages USING gin (search);
 #: schema may create it).
 SESSION_GIN = "btree_gin"
 
-#: (seq, body, tokens, score, through_seq) of the best matches among one session's
-#: messages, best first. ``%(lo)s..%(hi)s`` bound the seqs (the folded filter), with
-#: ``through_seq`` read in the same statement.
-SEARCH = """
-WITH q AS (SELECT to_tsquery(%(cfg)s::regconfig, %(q)s) AS q)
-SELECT m.seq, m.body, m.tokens, ts_rank_cd(m.search, q.q) AS score, s.through_seq
+#: BM25's term frequency saturation and length normalization (FTS5's and Lucene's defaults).
+BM25_K1 = 1.2
+BM25_B = 0.75
+#: The length, in distinct lexemes, a message's length is weighed against (BM25's average
+#: document length: PostgreSQL's statistics of a ``tsvector`` column do not hold it, and a
+#: chat message holds some twenty distinct words).
+AVG_LEXEMES = 20.0
+
+
+@lru_cache(maxsize=MAX_TERMS)
+def search_sql(n_terms: int) -> str:
+    """(seq, body, tokens, score, through_seq) of the best matches of ``%(q)s`` among one
+    session's messages, best first, for a query of ``n_terms`` cleaned terms; the folded
+    filter reads ``through_seq`` in the same statement.
+
+    The score is BM25 with every term counted once (chat messages seldom repeat a word):
+    the sum of the weights (``%(wN)s``, :func:`bm25_weights`) of the terms a message holds,
+    scaled by its length in distinct lexemes against :data:`AVG_LEXEMES`. It costs
+    one lexeme lookup per term and message — ``ts_rank_cd`` evaluates the whole query at
+    every covering position, some ten times as much on a long session's thousands of
+    matches — and it ranks as SQLite's and the memory store's ``bm25()`` do: rarer terms
+    weigh more, shorter messages a little more."""
+    terms = "".join(f", to_tsquery(%(cfg)s::regconfig, %(t{i})s) AS t{i}" for i in range(n_terms))
+    held = " + ".join(f"(m.search @@ q.t{i})::int * %(w{i})s::float8" for i in range(n_terms))
+    k1, b = BM25_K1, BM25_B
+    scale = f"{k1 + 1} / ({1 + k1 * (1 - b)} + {k1 * b / AVG_LEXEMES} * length(m.search))"
+    return f"""
+WITH q AS (SELECT to_tsquery(%(cfg)s::regconfig, %(q)s) AS q{terms})
+SELECT m.seq, m.body, m.tokens,
+    ({held or "0"}) * {scale} AS score,
+    s.through_seq
 FROM sessions s JOIN messages m ON m.session_id = s.session_id, q
 WHERE s.session_id = %(sid)s AND m.search @@ q.q
     AND (%(folded)s::boolean IS NULL OR (m.seq <= s.through_seq) = %(folded)s::boolean)
 ORDER BY score DESC, m.seq DESC
 LIMIT %(limit)s
 """
+
 
 #: (lexemes, their shares of the rows, rows) of the search column, from its statistics.
 TERM_STATS = """
@@ -110,16 +146,17 @@ def check_config(config: str) -> str:
     return config
 
 
+def term_query(term: str) -> str:
+    """``to_tsquery`` input of one cleaned term: the lexeme, quoted; a long one as a prefix."""
+    return f"'{term}'" + (":*" if len(term) >= PREFIX_MIN else "")
+
+
 def tsquery_text(groups: Sequence[Sequence[str]]) -> str:
     """``to_tsquery`` input matching any of the ``groups`` of cleaned terms (all terms of
     a group; long terms as prefixes), see :func:`~.search.term_groups`."""
-
-    def term(t: str) -> str:
-        return f"'{t}'" + (":*" if len(t) >= PREFIX_MIN else "")
-
+    term = term_query
     return " | ".join(
-        term(g[0]) if len(g) == 1 else "(" + " & ".join(term(t) for t in g) + ")"
-        for g in groups
+        term(g[0]) if len(g) == 1 else "(" + " & ".join(term(t) for t in g) + ")" for g in groups
     )
 
 
@@ -131,6 +168,8 @@ class TermStats:
     A lexeme the statistics do not list is rare: counted 0."""
 
     max_age: float = 60.0
+    #: Rows of the table (0: not known).
+    rows: float = 0.0
     _lexemes: list[str] = field(default_factory=list)
     _rows: list[float] = field(default_factory=list)
     _read_at: float | None = None
@@ -160,8 +199,18 @@ class TermStats:
         with two or three summary values, which are not a lexeme's), as read now."""
         self._read_at = time.monotonic()
         pairs = sorted(zip(lexemes, shares[: len(lexemes)], strict=True))
+        self.rows = max(float(rows), 0.0)  # -1: never analyzed
         self._lexemes = [lex for lex, _ in pairs]
-        self._rows = [share * max(rows, 0.0) for _, share in pairs]
+        self._rows = [share * self.rows for _, share in pairs]
+
+
+def bm25_weights(counts: Sequence[int], rows: float) -> list[float]:
+    """BM25's weight of each term from how many of ``rows`` messages hold it (``counts``;
+    the statistics list the commonest lexemes only: any other term counts 0, the highest
+    weight): ``ln(1 + (N - n + 0.5) / (n + 0.5))``, never negative. Without statistics
+    (``rows`` 0) every term weighs the same."""
+    total = max(rows, float(max(counts, default=0)))
+    return [math.log1p((total - n + 0.5) / (n + 0.5)) for n in counts]
 
 
 async def index_existing(conn: Any, config: str, batch: int = 1000) -> None:
@@ -250,25 +299,36 @@ class SearchQuery:
 async def search_messages(
     conn: Any, decoder: MessageDecoder, query: SearchQuery, stats: TermStats | None = None
 ) -> list[SearchHit]:
-    """Run :data:`SEARCH` and describe its rows as hits (no terms, no hits); with
-    ``stats``, the selective groups first when some terms are broad (see
-    :data:`~.search.BROAD_MESSAGES`)."""
+    """Run :func:`search_sql` and describe its rows as hits (no terms, no hits); with
+    ``stats``, the terms weighed by how many messages hold them, and the selective groups
+    searched first when some terms are broad (see :data:`~.search.BROAD_MESSAGES`)."""
     sid, terms = query.session_id, query.terms
     if not terms or "\x00" in sid:  # no session id with a NUL can be stored
         return []
     groups = term_groups(terms, query.min_matched)
     need = len(groups[0])  # what the engine guarantees: every term of one group
-    params = {"cfg": query.config, "sid": sid, "folded": query.folded, "limit": query.limit}
-    rows: list[Any] = []
-    narrow = None
-    if stats is not None and len(terms) > 1:
-        narrow = selective_search(groups, broad_terms(await stats.counts(conn, terms)))
-    if narrow is not None:
-        cur = await conn.execute(SEARCH, {**params, "q": tsquery_text(narrow)})
-        rows = await cur.fetchall()
-    if len(rows) < query.limit:
-        cur = await conn.execute(SEARCH, {**params, "q": tsquery_text(groups)})
-        rows = await cur.fetchall()
+    counts = await stats.counts(conn, terms) if stats is not None else dict.fromkeys(terms, 0)
+    params: dict[str, Any] = {
+        "cfg": query.config,
+        "sid": sid,
+        "folded": query.folded,
+        "limit": query.limit,
+    }
+    weights = bm25_weights([counts[t] for t in terms], stats.rows if stats is not None else 0)
+    for i, (term, weight) in enumerate(zip(terms, weights, strict=True)):
+        params[f"t{i}"] = term_query(term)
+        params[f"w{i}"] = weight
+    broad = broad_terms(counts) if len(terms) > 1 else set()
+    narrow = selective_search(groups, broad) if broad else None
+    rows = await _ranked(conn, query, params, narrow or groups)
+    if narrow is not None and len(rows) < query.limit:
+        # every match is ranked: those of the groups the selective search left out join
+        # the selective matches (a message's score does not depend on the groups)
+        rest = [g for g in groups if g not in set(narrow)]
+        found = {r[0]: r for r in rows}
+        found.update((r[0], r) for r in await _ranked(conn, query, params, rest))
+        rows = sorted(found.values(), key=lambda r: (r[3], r[0]), reverse=True)
+        rows = rows[: query.limit]
     hits = []
     for seq, body, tokens, score, through in rows:
         stored = decoder.decode(sid, seq, body, tokens, seq <= through)
@@ -277,6 +337,15 @@ async def search_messages(
         # words Python's count cannot see ("hausern" ~ "hauser"), so trust it
         hits.append(hit if hit.matched >= need else replace(hit, matched=need))
     return hits
+
+
+async def _ranked(
+    conn: Any, query: SearchQuery, params: dict[str, Any], groups: Sequence[tuple[str, ...]]
+) -> list[Any]:
+    """The rows of :func:`search_sql` for any of ``groups``."""
+    statement = search_sql(len(query.terms))
+    cur = await conn.execute(statement, {**params, "q": tsquery_text(groups)})
+    return list(await cur.fetchall())
 
 
 async def fetch_messages(
