@@ -77,7 +77,7 @@ PREFIX_MIN = 4
 #: terms ranks first only the matches with a selective term (:func:`selective_search`);
 #: when that finds ``limit`` hits they are the result, else every match is ranked as
 #: usual. Ranking costs the engine per matched message (FTS5's BM25 some µs, PostgreSQL's
-#: ``ts_rank_cd`` more, growing with the query), and two common words ("photo",
+#: BM25 over the terms a message holds about as much), and two common words ("photo",
 #: "support", a speaker's name) can match thousands of a long session's messages, which
 #: mostly rank below the matches with a rare word of the query anyway.
 BROAD_MESSAGES = 1000
@@ -88,7 +88,8 @@ class SearchHit:
     """One stored message that matched a search.
 
     ``score``: the engine's own relevance, higher is better — SQLite and the memory store
-    give ``-bm25`` (FTS5's BM25, ≥ 0), PostgreSQL ``ts_rank_cd`` (cover density). Scores
+    give ``-bm25`` (FTS5's BM25, ≥ 0), PostgreSQL a BM25 of the query terms the message
+    holds (weights from the column's statistics, see :mod:`.postgres_search`). Scores
     rank the hits of one search; they are not comparable across stores or queries. For a
     store-independent relevance gate use ``matched``: how many distinct (cleaned) query
     terms the message contains. ``snippet``: a short excerpt of the message's text around
