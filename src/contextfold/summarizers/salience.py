@@ -370,7 +370,8 @@ def features(
         low = tok.lower()
         if low in ("i", "my", "we", "our", "me", "i'm", "i've", "mine"):
             first_person = True
-        digit = any(ch.isdigit() for ch in tok)
+        # (a letter is never a digit: most words are settled without a look at each char)
+        digit = not tok.isalpha() and any(ch.isdigit() for ch in tok)
         if low in stop and not digit and not (tok == "May" and i > 0):
             prev = low
             continue
