@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
@@ -167,3 +168,10 @@ def test_no_letter_is_a_digit() -> None:
     """:func:`~contextfold.summarizers.salience.features` settles a word of letters only
     as having no digit without looking at each character: true of every code point."""
     assert not [i for i in range(0x110000) if chr(i).isalpha() and chr(i).isdigit()]
+
+
+def test_every_regex_digit_is_a_str_digit() -> None:
+    """:func:`~contextfold.summarizers.salience.split_sentences` checks ``isdigit()`` on
+    the character before a period before it tries its ``\\d`` pattern."""
+    digit = re.compile(r"\d")
+    assert not [i for i in range(0x110000) if digit.match(chr(i)) and not chr(i).isdigit()]
