@@ -12,9 +12,10 @@ worker would right after the append that made it due:
 
 Reported: folds committed, CPU milliseconds per fold (this process, every thread: the
 summarizer runs in a worker thread) over ``--repeat`` replays (the best one: the least
-disturbed by other work on the machine), and the SHA-256 of every summary text in the
-order written. A change that only removes work must leave the digest as it was: run the
-same command from another checkout (``PYTHONPATH=/other/src``) and compare.
+disturbed by other work on the machine), and the SHA-256 of every summary text and its
+token count in the order written. A change that only removes work must leave the digest
+as it was: run the same command from another checkout (``PYTHONPATH=/other/src``) and
+compare.
 
 Usage: python benchmarks/bench_fold_cpu.py [--rounds 40] [--conversations 3] [--repeat 3]
     [--profile]
@@ -89,7 +90,7 @@ async def replay(appends: list[tuple[str, list]], digest: hashlib._Hash) -> tupl
                     assert outcome.summary is not None
                     folds += 1
                     digest.update(outcome.summary.text.encode())
-                    digest.update(b"\x00")
+                    digest.update(f"\x00{outcome.summary.tokens}\x00".encode())
             return folds, cpu
         finally:
             await store.close()

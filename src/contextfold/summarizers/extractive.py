@@ -52,6 +52,7 @@ from datetime import datetime
 from ..errors import ConfigError, SummarizationError
 from ..messages import Message, StoredMessage, render_text
 from ..summary_block import SEGMENT_BREAK
+from ..summary_tokens import count_summary
 from ..tokens import TokenCounter
 from .agent_records import (
     AGENT_SPEAKER,
@@ -295,7 +296,7 @@ class ExtractiveSummarizer:
         chosen = sorted(self._select(fresh, share, counter, covered), key=lambda c: c.gain)
         while chosen:
             text = extended_text(previous, render_summary_text([c.fact for c in chosen]))
-            if counter.count(text) <= max_tokens:
+            if count_summary(counter, text) <= max_tokens:
                 return text
             chosen.pop(0)
         return previous
@@ -549,7 +550,7 @@ def _fit(
     kept = sorted(chosen, key=lambda c: c.gain)
     while kept:
         text = render_summary_text([c.fact for c in kept])
-        if counter.count(text) <= max_tokens:
+        if count_summary(counter, text) <= max_tokens:  # (the fold counts it again)
             return text
         kept.pop(0)
     if not candidates:
