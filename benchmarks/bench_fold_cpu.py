@@ -104,7 +104,7 @@ def forget_memos() -> None:
         from contextfold.summarizers import sentence_memo
     except ImportError:
         return
-    sentence_memo._MEMOS.clear()
+    getattr(sentence_memo, "forget", sentence_memo._MEMOS.clear)()
 
 
 def main() -> None:

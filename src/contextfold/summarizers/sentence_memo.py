@@ -7,9 +7,10 @@ language. Their salience features, content words and token counts are pure funct
 those inputs, so they are computed once per process and looked up after that: the
 summaries are the very same text, a fold worker spends less CPU per fold.
 
-Each memo is bounded (emptied when full) and shared by every thread: a lookup or an
-insert is one dictionary operation, and a race costs at most a recomputation. The values
-handed out are shared: callers read them and never change them.
+The memos are bounded together (all emptied when they hold :data:`MAX_SENTENCES`
+entries in all: a few tens of megabytes at most) and shared by every thread: a lookup or
+an insert is one dictionary operation, and a race costs at most a recomputation. The
+values handed out are shared: callers read them and never change them.
 """
 
 from __future__ import annotations
@@ -21,30 +22,42 @@ from .facts import sentence_text
 from .salience import Features, content_words, features
 from .weights import Weights
 
-__all__ = ["fact_tokens", "memo_content_words", "memo_features"]
+__all__ = ["fact_tokens", "forget", "memo_content_words", "memo_features"]
 
-#: Sentences remembered per context (speakers + weights + language, or counter).
-MAX_SENTENCES = 8192
-#: Contexts remembered (a fold worker folds many sessions, most alike).
+#: Entries remembered in all memos together (sentences × contexts).
+MAX_SENTENCES = 32768
+#: Contexts remembered: speakers + weights + language, or a counter (a fold worker folds
+#: many sessions, most alike).
 MAX_CONTEXTS = 64
 
 _Memo = dict[str, object]
 _MEMOS: dict[Hashable, _Memo] = {}
+_held = [0]  # entries in all memos (approximate under races: a bound, not an account)
 
 
 def _memo(key: Hashable) -> _Memo:
     memo = _MEMOS.get(key)
     if memo is None:
         if len(_MEMOS) >= MAX_CONTEXTS:
-            _MEMOS.clear()
+            forget()
         memo = _MEMOS[key] = {}
     return memo
 
 
 def _remember(memo: _Memo, text: str, value: object) -> None:
-    if len(memo) >= MAX_SENTENCES:
-        memo.clear()
+    if _held[0] >= MAX_SENTENCES:
+        forget()
+        memo.clear()  # (a memo a caller holds is emptied too)
     memo[text] = value
+    _held[0] += 1
+
+
+def forget() -> None:
+    """Empty every memo."""
+    for memo in list(_MEMOS.values()):
+        memo.clear()
+    _MEMOS.clear()
+    _held[0] = 0
 
 
 def memo_features(
