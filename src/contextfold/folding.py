@@ -19,7 +19,6 @@ from dataclasses import replace
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
-from .context import render_summary
 from .errors import ConflictError, ContextFoldError, SummarizationError
 from .exclusive import fresh_lease
 from .fold_planning import over_budget_shown, plan_fold
@@ -27,7 +26,7 @@ from .outcomes import FoldOutcome, FoldStatus, error_text, record_cancelled, rec
 from .policy import FoldPlan
 from .stores.base import FoldCommit, Lease, LedgerEntry, Snapshot, Store
 from .summarizers.base import SummaryRequest, check_summary
-from .tokens import count_message
+from .summary_tokens import summary_block_tokens
 
 if TYPE_CHECKING:
     from .engine import AsyncMemory
@@ -110,7 +109,7 @@ async def run_fold(
         if err is not exc:
             err.__cause__ = exc
         return await record_failure(store, base, started, err, raise_errors=memory.raise_errors)
-    tokens = count_message(memory.counter, render_summary(result.text))
+    tokens = summary_block_tokens(memory.counter, result.text)
     entry = replace(
         base,
         outcome="committed",

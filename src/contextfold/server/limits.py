@@ -95,9 +95,18 @@ class BodyLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        too_large = ProblemError(
-            413, "payload_too_large", f"the request body is over {self.max_bytes} bytes"
-        )
+        # the problem is built only for a body over the limit (its detail is checked and
+        # bounded by ProblemError: work every request paid for nothing)
+        too_large: ProblemError | None = None
+
+        def over() -> ProblemError:
+            nonlocal too_large
+            if too_large is None:
+                too_large = ProblemError(
+                    413, "payload_too_large", f"the request body is over {self.max_bytes} bytes"
+                )
+            return too_large
+
         for name, value in scope.get("headers", ()):
             if name == b"content-length":
                 try:
@@ -105,7 +114,7 @@ class BodyLimitMiddleware:
                 except ValueError:
                     declared = 0
                 if declared > self.max_bytes:
-                    await send_problem(send, too_large, scope.get("path", ""))
+                    await send_problem(send, over(), scope.get("path", ""))
                     return
         received = 0
         exceeded = False
@@ -118,7 +127,7 @@ class BodyLimitMiddleware:
                 received += len(message.get("body", b""))
                 if received > self.max_bytes:
                     exceeded = True
-                    raise too_large
+                    raise over()
             return message
 
         async def guarded_send(message: Message) -> None:
@@ -129,12 +138,12 @@ class BodyLimitMiddleware:
                 await send(message)
             elif message["type"] == "http.response.start" and not replaced:
                 replaced = True
-                await send_problem(send, too_large, scope.get("path", ""))
+                await send_problem(send, over(), scope.get("path", ""))
 
         try:
             await self.app(scope, limited_receive, guarded_send)
         except ProblemError as exc:
-            if exc is not too_large or replaced:
+            if too_large is None or exc is not too_large or replaced:
                 raise
             replaced = True
             await send_problem(send, too_large, scope.get("path", ""))

@@ -77,6 +77,7 @@ def check_summary(result: object, request: SummaryRequest) -> SummaryResult:
     """
     from ..errors import ValidationError
     from ..messages import check_text
+    from ..summary_tokens import count_summary
 
     if not isinstance(result, SummaryResult):
         raise SummarizationError(
@@ -88,7 +89,7 @@ def check_summary(result: object, request: SummaryRequest) -> SummaryResult:
         check_text(result.text, "summary")
     except ValidationError as exc:
         raise SummarizationError(f"summarizer returned invalid text: {exc}") from exc
-    tokens = request.counter.count(result.text)
+    tokens = count_summary(request.counter, result.text)
     if tokens > request.max_tokens:
         raise SummarizationError(
             f"summary has {tokens} tokens, over the cap of {request.max_tokens}"

@@ -52,6 +52,7 @@ from datetime import datetime
 from ..errors import ConfigError, SummarizationError
 from ..messages import Message, StoredMessage, render_text
 from ..summary_block import SEGMENT_BREAK
+from ..summary_tokens import count_summary
 from ..tokens import TokenCounter
 from .agent_records import (
     AGENT_SPEAKER,
@@ -71,10 +72,10 @@ from .facts import (
     day_of,
     parse_summary,
     render_summary_text,
-    sentence_text,
 )
 from .languages import Language, detect_language, get_language
-from .salience import compress, content_words, features, split_sentences, words
+from .salience import compress, split_sentences, words
+from .sentence_memo import fact_tokens, memo_content_words, memo_features
 from .speakers import Speakers
 from .weights import DEFAULT_WEIGHTS, Weights
 
@@ -295,7 +296,7 @@ class ExtractiveSummarizer:
         chosen = sorted(self._select(fresh, share, counter, covered), key=lambda c: c.gain)
         while chosen:
             text = extended_text(previous, render_summary_text([c.fact for c in chosen]))
-            if counter.count(text) <= max_tokens:
+            if count_summary(counter, text) <= max_tokens:
                 return text
             chosen.pop(0)
         return previous
@@ -382,7 +383,7 @@ class ExtractiveSummarizer:
     ) -> list[_Candidate]:
         w = self.weights
         fw = None if lang.code == "en" else lang.function_words
-        analysed = [features(f.text, speakers, w, fw) for f in facts]
+        analysed = memo_features([f.text for f in facts], speakers, w, fw)
         df: dict[str, int] = {}
         for feats in analysed:
             for term in feats.terms:
@@ -405,7 +406,7 @@ class ExtractiveSummarizer:
                 factor *= w.reaction if feats.reaction else 1.0
                 if not (feats.cues or feats.entities or feats.numbers or feats.dates):
                     factor *= w.generic
-            tokens = counter.count(" " + sentence_text(fact.text))
+            tokens = fact_tokens(counter, fact.text)
             if fact.speaker == AGENT_SPEAKER:  # agent state: what the next call needs
                 bonus, factor = bonus + record_bonus(fact, tokens), 1.0
             elif fact.speaker in users and (extra := user_value_bonus(fact, tokens)):
@@ -506,7 +507,7 @@ def _dedupe(facts: list[Fact], lang: Language) -> list[Fact]:
     the same speaker. The kept fact is the fuller one, at the earliest position either
     held (a fact repeated later keeps the day it was first said)."""
     fw = None if lang.code == "en" else lang.function_words
-    keys = [frozenset(content_words(f.text, fw)) for f in facts]
+    keys = memo_content_words([f.text for f in facts], fw)
     alive = [True] * len(facts)
     seen: dict[tuple[str | None, frozenset[str]], int] = {}
     result = list(facts)
@@ -549,7 +550,7 @@ def _fit(
     kept = sorted(chosen, key=lambda c: c.gain)
     while kept:
         text = render_summary_text([c.fact for c in kept])
-        if counter.count(text) <= max_tokens:
+        if count_summary(counter, text) <= max_tokens:  # (the fold counts it again)
             return text
         kept.pop(0)
     if not candidates:

@@ -97,21 +97,43 @@ def get_language(code: str) -> Language:
     )
 
 
+#: What a word says about the language (see :func:`_word_languages`), remembered: the
+#: words of a conversation recur, fold after fold.
+_WORDS: dict[str, tuple[str, ...]] = {}
+_CYRILLIC_WORD: tuple[str, ...] = ("ru",)
+_MAX_WORDS = 65536
+
+
+def _word_languages(word: str) -> tuple[str, ...]:
+    """:data:`_CYRILLIC_WORD` for a word with a Cyrillic letter, else the Latin-script
+    languages whose function words hold it (lower-cased)."""
+    low = word.lower()
+    if _CYRILLIC.search(low):
+        found = _CYRILLIC_WORD
+    else:
+        shipped = _shipped()
+        found = tuple(code for code in LANGUAGES if code != "ru" and low in shipped[code])
+    if len(_WORDS) >= _MAX_WORDS:
+        _WORDS.clear()
+    _WORDS[word] = found
+    return found
+
+
 def detect_language(texts: Iterable[str]) -> Language:
     """The language of a span of text (see the module docstring)."""
     cyrillic = latin = 0
     counts = dict.fromkeys(LANGUAGES, 0)
-    shipped = _shipped()
     for text in texts:
         for word in _LETTERS.findall(text):
-            low = word.lower()
-            if _CYRILLIC.search(low):
+            found = _WORDS.get(word)
+            if found is None:
+                found = _word_languages(word)
+            if found is _CYRILLIC_WORD:
                 cyrillic += 1
                 continue
             latin += 1
-            for code in LANGUAGES:
-                if code != "ru" and low in shipped[code]:
-                    counts[code] += 1
+            for code in found:
+                counts[code] += 1
     if cyrillic > latin:
         return get_language("ru")
     best = max(LANGUAGES, key=lambda c: (counts[c], c == "en"))

@@ -236,13 +236,13 @@ def split_sentences(text: str) -> list[str]:
             last = piece.rsplit(None, 1)[-1].rstrip(".").lower()
             if last in _ABBREVIATIONS or (len(last) == 1 and last.isalpha()):
                 continue
-            following = text[match.end() :].split(None, 1)
-            if (
-                following
-                and _ORDINAL_END.search(piece)
-                and following[0].strip(".,;:!?").lower() in _MONTH_NAMES
-            ):
-                continue
+            # the next word is looked up only after a day number (a slice of the rest of
+            # the text per sentence made a long summary line quadratic to split); a digit
+            # right before the period comes first (every regex \d is a str.isdigit())
+            if piece[-2:-1].isdigit() and _ORDINAL_END.search(piece):
+                following = text[match.end() :].split(None, 1)
+                if following and following[0].strip(".,;:!?").lower() in _MONTH_NAMES:
+                    continue
         out.append(_SPACES.sub(" ", piece))
         start = match.end()
     tail = text[start:].strip()
@@ -370,7 +370,8 @@ def features(
         low = tok.lower()
         if low in ("i", "my", "we", "our", "me", "i'm", "i've", "mine"):
             first_person = True
-        digit = any(ch.isdigit() for ch in tok)
+        # (a letter is never a digit: most words are settled without a look at each char)
+        digit = not tok.isalpha() and any(ch.isdigit() for ch in tok)
         if low in stop and not digit and not (tok == "May" and i > 0):
             prev = low
             continue
