@@ -15,7 +15,7 @@ from contextfold import Memory, Message
 from contextfold.context import Context
 from contextfold.errors import ConfigError
 from contextfold.messages import StoredMessage, ToolCall
-from contextfold.policy import TokenBudget
+from contextfold.policy import MessageCount, TokenBudget
 from contextfold.recall import RECALL_HEADER, Recall, implicit_query
 from contextfold.search_terms import asks_about_past
 from contextfold.summarizers.base import SummaryRequest, SummaryResult
@@ -95,8 +95,22 @@ def test_options_are_checked() -> None:
 def test_fold_policy_leaves_the_share_free() -> None:
     policy = Recall(share=0.25).fold_policy(TokenBudget(4000))
     assert isinstance(policy, TokenBudget)
-    assert policy.max_tokens == 3000 and policy.target == 2550
+    # the fold gap stays 600 tokens, as in the full budget (4000 - 3400)
+    assert policy.max_tokens == 3000 and policy.target == 2400
     assert policy.summary_max_tokens == 1800  # the default cap, of the smaller budget
+
+
+def test_fold_policy_keeps_the_gap_in_tokens_above_the_summary_cap() -> None:
+    policy = Recall().fold_policy(TokenBudget(2000))
+    assert isinstance(policy, TokenBudget)
+    assert (policy.max_tokens, policy.target, policy.summary_max_tokens) == (1000, 700, 600)
+    # an explicit cap is scaled; a gap wider than the room above the cap stops at the cap
+    wide = Recall().fold_policy(TokenBudget(4000, target=2500, summary_max_tokens=2000))
+    assert isinstance(wide, TokenBudget)
+    assert (wide.max_tokens, wide.summary_max_tokens, wide.target) == (2000, 1000, 1001)
+    narrow = Recall().fold_policy(TokenBudget(4000, target=3990))
+    assert isinstance(narrow, TokenBudget) and narrow.target == 1990
+    assert Recall().fold_policy(MessageCount(10)) == MessageCount(10)  # other policies: as is
 
 
 def test_the_gate_opens_for_questions_about_the_past() -> None:

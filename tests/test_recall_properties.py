@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from contextfold import Memory, Message
 from contextfold.context import Context
+from contextfold.errors import ConfigError
 from contextfold.policy import TokenBudget
 from contextfold.recall import RECALL_HEADER, Recall
 from contextfold.stores import open_store
@@ -105,3 +106,30 @@ def test_contexts_with_recall_stay_in_budget_and_whole(
             ctx = mem.context(sid, max_tokens=budget, query=query)
             check(ctx, plain, budget, through)
             event(f"recalled: {bool(ctx.recalled)}")
+
+
+@settings(max_examples=200, deadline=None)
+@given(budget=st.integers(200, 200_000), share=st.floats(0.05, 0.7),
+       target_share=st.floats(0.65, 1.0), cap_share=st.one_of(st.none(), st.floats(0.05, 0.6)))
+def test_the_fold_policy_keeps_the_blocks_room_and_the_fold_gap(
+    budget: int, share: float, target_share: float, cap_share: float | None
+) -> None:
+    """With recall the policy folds within ``1 - share`` of the budget, below its
+    trigger by as many tokens as without recall (down to just above the summary cap)."""
+    cap = None if cap_share is None else int(budget * cap_share)
+    target = int(budget * target_share)
+    if (cap is not None and cap >= target) or target < 1:
+        return
+    try:
+        policy = TokenBudget(budget, target=target, summary_max_tokens=cap)
+    except ConfigError:
+        return  # (the default cap above this target)
+    folded = Recall(share=share).fold_policy(policy)
+    assert isinstance(folded, TokenBudget)
+    assert folded.target is not None and folded.summary_max_tokens is not None
+    assert folded.max_tokens == max(16, int(budget * (1 - share)))
+    assert folded.max_tokens + Recall(share=share).room(budget) <= budget
+    assert folded.summary_max_tokens < folded.target <= folded.max_tokens
+    gap = budget - policy.target if policy.target is not None else 0
+    assert folded.max_tokens - folded.target == min(
+        gap, folded.max_tokens - folded.summary_max_tokens - 1)
