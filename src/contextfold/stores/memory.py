@@ -266,9 +266,9 @@ class MemoryStore:
             found = search_ids(self._index(), sess.key, req.groups, lo, hi, limit)
         except sqlite3.Error as exc:
             raise StorageError(f"search failed in {self!r}: {exc}") from exc
-        return req.keep(make_hit(sess.messages[q], score, req.terms, q <= through, words,
-                                         req.snippets)
-                        for q, score, words in found)
+        return req.keep(
+            make_hit(sess.messages[q], score, req.terms, q <= through, words, req.snippets)
+            for q, score, words in found)
 
     @_atomic
     async def commit_fold(self, commit: FoldCommit, entry: LedgerEntry) -> Summary:
