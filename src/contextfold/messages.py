@@ -339,6 +339,42 @@ def _plain(role: Role, content: str, timestamp: datetime | None) -> Message:
     return _make_message(role, content, None, (), None, stamp, {}, None)
 
 
+_ROW_FIELDS = frozenset({"role", "content", "name", "timestamp", "metadata", "id"})
+
+
+def trusted_message(data: object) -> Message | None:
+    """The message of a row body a store wrote (``Message.to_dict`` as JSON, parsed),
+    without the checks its construction made before it was stored — or None when ``data``
+    is not a plain text turn of a system, user or assistant role with a UTC timestamp,
+    fields of the right types (the caller then parses it with :meth:`Message.from_openai`,
+    which validates). Reading back a long session's turns (recall's hits and neighbours,
+    the live messages) makes one per row."""
+    if type(data) is not dict or not _ROW_FIELDS.issuperset(data):
+        return None
+    role, content = data.get("role"), data.get("content")
+    if type(role) is not str or role not in _PLAIN_ROLES or type(content) is not str:
+        return None
+    name, stamp, metadata, mid = (
+        data.get("name"), data.get("timestamp"), data.get("metadata"), data.get("id"))
+    if (name is not None and type(name) is not str) or (mid is not None and type(mid) is not str):
+        return None
+    if metadata is None:
+        metadata = {}
+    elif type(metadata) is not dict:
+        return None
+    timestamp = None
+    if stamp is not None:
+        if type(stamp) is not str:
+            return None
+        try:
+            timestamp = datetime.fromisoformat(stamp)
+        except ValueError:
+            return None
+        if timestamp.tzinfo is not timezone.utc:  # what the store writes; else coerce it
+            return None
+    return _make_message(role, content, name, (), None, timestamp, metadata, mid)
+
+
 @dataclass(frozen=True, slots=True)
 class StoredMessage:
     """A message as the store holds it: its per-session ``seq``, cached token count, and

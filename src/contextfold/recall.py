@@ -422,7 +422,7 @@ async def recall_into(
     named = speaker_terms(terms, live) if options.speakers else set()
     found = await store.search(
         session_id, terms, limit=options.limit * (2 if months else 1), folded=True,
-        min_matched=max(1, need - bool(months) - bool(named)))
+        min_matched=max(1, need - bool(months) - bool(named)), snippets=False)
     bonus: dict[int, int] = {}
     messages: dict[int, StoredMessage] = {}
     if named and found:

@@ -376,6 +376,7 @@ class Store(Protocol):
         limit: int = 20,
         folded: bool | None = None,
         min_matched: int = 1,
+        snippets: bool = True,
     ) -> list[SearchHit]:
         """The session's stored messages matching *any* of ``terms`` (plain words: the
         store folds, splits and quotes them; none left → no hits), best first by the
@@ -385,7 +386,9 @@ class Store(Protocol):
         their number; see :func:`.search.term_groups`) — much cheaper than filtering the
         hits afterwards. When some terms are in very many messages (broad, see
         :data:`.search.BROAD_MESSAGES`), the matches with one of the rarer terms are ranked
-        first and, if they fill ``limit``, are the hits. An unknown session has no hits."""
+        first and, if they fill ``limit``, are the hits. An unknown session has no hits.
+        ``snippets=False``: every hit's ``snippet`` is ``""`` (cheaper, for a caller that
+        fetches the messages themselves); the hits are otherwise the same."""
         ...
 
     async def fetch(self, session_id: str, seqs: Sequence[int]) -> list[StoredMessage]:

@@ -253,8 +253,9 @@ class MemoryStore:
         limit: int = 20,
         folded: bool | None = None,
         min_matched: int = 1,
+        snippets: bool = True,
     ) -> list[SearchHit]:
-        req = SearchRequest.of(terms, limit, min_matched)
+        req = SearchRequest.of(terms, limit, min_matched, snippets)
         sess = self._sessions.get(session_id)
         if sess is None or not req.terms:
             return []
@@ -265,8 +266,9 @@ class MemoryStore:
             found = search_ids(self._index(), sess.key, req.groups, lo, hi, limit)
         except sqlite3.Error as exc:
             raise StorageError(f"search failed in {self!r}: {exc}") from exc
-        return req.keep(make_hit(sess.messages[q], score, req.terms, q <= through, words)
-                        for q, score, words in found)
+        return req.keep(
+            make_hit(sess.messages[q], score, req.terms, q <= through, words, req.snippets)
+            for q, score, words in found)
 
     @_atomic
     async def commit_fold(self, commit: FoldCommit, entry: LedgerEntry) -> Summary:

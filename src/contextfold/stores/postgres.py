@@ -507,10 +507,11 @@ class PostgresStore:
 
     async def search(
         self, session_id: str, terms: Sequence[str], *, limit: int = 20,
-        folded: bool | None = None, min_matched: int = 1,
+        folded: bool | None = None, min_matched: int = 1, snippets: bool = True,
     ) -> list[SearchHit]:
-        req = SearchRequest.of(terms, limit, min_matched)
-        query = SearchQuery(self.search_config, session_id, req.terms, folded, limit, min_matched)
+        req = SearchRequest.of(terms, limit, min_matched, snippets)
+        query = SearchQuery(self.search_config, session_id, req.terms, folded, limit, min_matched,
+                            snippets)
         return await self._tx(
             lambda conn: search_messages(conn, self._decoder, query, self._term_stats),
             single=True,

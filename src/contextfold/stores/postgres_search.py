@@ -286,7 +286,8 @@ async def index_per_session(conn: Any, config: str) -> None:
 
 @dataclass(frozen=True, slots=True)
 class SearchQuery:
-    """One search: configuration, session, cleaned terms, folded filter, limit."""
+    """One search: configuration, session, cleaned terms, folded filter, limit, the fewest
+    terms a hit holds, whether hits carry a snippet."""
 
     config: str
     session_id: str
@@ -294,6 +295,7 @@ class SearchQuery:
     folded: bool | None
     limit: int
     min_matched: int = 1
+    snippets: bool = True
 
 
 async def search_messages(
@@ -332,7 +334,7 @@ async def search_messages(
     hits = []
     for seq, body, tokens, score, through in rows:
         stored = decoder.decode(sid, seq, body, tokens, seq <= through)
-        hit = make_hit(stored, score, terms, seq <= through)
+        hit = make_hit(stored, score, terms, seq <= through, snippets=query.snippets)
         # the engine matched a whole group: with a stemming configuration it matches
         # words Python's count cannot see ("hausern" ~ "hauser"), so trust it
         hits.append(hit if hit.matched >= need else replace(hit, matched=need))

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import ConflictError, StorageError, ValidationError
-from ..messages import Message, StoredMessage
+from ..messages import Message, StoredMessage, make_stored, trusted_message
 from ..policy import SessionStats
 from .base import FoldCommit, Lease, LedgerEntry, SummaryVersion
 
@@ -42,11 +42,16 @@ def encode_message(message: Message) -> str:
 
 
 def decode_message(seq: int, body: str, tokens: int, folded: bool = False) -> StoredMessage:
+    """A stored row back as a message. The common row (a text turn, see
+    :func:`~contextfold.messages.trusted_message`) is rebuilt without validating again what
+    was validated before it was written; any other row is parsed and validated in full,
+    and a row that does not parse (not JSON, not a message) raises ``StorageError``."""
     try:
-        msg = Message.from_openai(json.loads(body))
+        data = json.loads(body)
+        msg = trusted_message(data) or Message.from_openai(data)
     except (ValueError, ValidationError) as exc:
         raise StorageError(f"stored message seq {seq} cannot be read back: {exc}") from exc
-    return StoredMessage(seq=seq, message=msg, tokens=tokens, folded=folded)
+    return make_stored(seq, msg, tokens, folded)
 
 
 class MessageDecoder:

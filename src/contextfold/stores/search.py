@@ -93,7 +93,8 @@ class SearchHit:
     rank the hits of one search; they are not comparable across stores or queries. For a
     store-independent relevance gate use ``matched``: how many distinct (cleaned) query
     terms the message contains. ``snippet``: a short excerpt of the message's text around
-    the first match (plain text, at most about 200 characters, ``…`` where cut)."""
+    the first match (plain text, at most about 200 characters, ``…`` where cut), or ``""``
+    when the search was asked for no snippets (``snippets=False``)."""
 
     seq: int
     score: float
@@ -258,9 +259,11 @@ def make_hit(
     terms: Sequence[str],
     folded: bool,
     indexed: str | None = None,
+    snippets: bool = True,
 ) -> SearchHit:
     """The :class:`SearchHit` of a matched stored message; ``indexed``: its indexed words
-    if the store has them at hand (else they are computed again)."""
+    if the store has them at hand (else they are computed again). ``snippets=False``: the
+    hit's snippet is ``""`` (a caller that reads the messages, not the excerpts)."""
     msg = stored.message
     if indexed is None:
         indexed = index_text(msg)
@@ -269,7 +272,7 @@ def make_hit(
         score=float(score),
         role=msg.role,
         timestamp=msg.timestamp,
-        snippet=snippet(render_text(msg), terms),
+        snippet=snippet(render_text(msg), terms) if snippets else "",
         folded=folded,
         matched=matched_terms(indexed, terms),
     )
@@ -332,20 +335,23 @@ def selective_search(
 @dataclass(frozen=True)
 class SearchRequest:
     """A store's search arguments, checked and prepared once for every store: the cleaned
-    ``terms`` (empty: no hits), the engine's term ``groups`` and the fewest terms a hit
-    must match (``need``)."""
+    ``terms`` (empty: no hits), the engine's term ``groups``, the fewest terms a hit
+    must match (``need``) and whether hits carry a snippet (``snippets``)."""
 
     terms: list[str]
     groups: list[tuple[str, ...]]
     need: int
     limit: int
+    snippets: bool = True
 
     @classmethod
-    def of(cls, terms: Iterable[str], limit: int, min_matched: int) -> SearchRequest:
+    def of(
+        cls, terms: Iterable[str], limit: int, min_matched: int, snippets: bool = True
+    ) -> SearchRequest:
         check_limit(limit)
         cleaned = clean_terms(terms)
         groups = term_groups(cleaned, min_matched)
-        return cls(cleaned, groups, min(min_matched, len(cleaned)), limit)
+        return cls(cleaned, groups, min(min_matched, len(cleaned)), limit, snippets)
 
     def keep(self, hits: Iterable[SearchHit]) -> list[SearchHit]:
         """The hits that match at least :attr:`need` terms."""

@@ -442,8 +442,9 @@ class SQLiteStore:
         limit: int = 20,
         folded: bool | None = None,
         min_matched: int = 1,
+        snippets: bool = True,
     ) -> list[SearchHit]:
-        req = SearchRequest.of(terms, limit, min_matched)
+        req = SearchRequest.of(terms, limit, min_matched, snippets)
         if not req.terms:
             return []
 

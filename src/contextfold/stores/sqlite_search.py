@@ -253,5 +253,5 @@ def search_indexed(
     for seq, score, words in found:
         body, tokens = bodies[seq]
         stored = decoder.decode(session_id, seq, body, tokens, seq <= through)
-        hits.append(make_hit(stored, score, req.terms, seq <= through, words))
+        hits.append(make_hit(stored, score, req.terms, seq <= through, words, req.snippets))
     return req.keep(hits)

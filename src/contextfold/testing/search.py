@@ -10,6 +10,7 @@ store (Turkish dotted/dotless i, accents, Cyrillic case, German word prefixes).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -200,6 +201,23 @@ class SearchConformance:
             assert [(m.seq, m.folded) for m in got] == [(1, True), (2, True), (5, False)]
             assert got[0].message == CHAT[0].message and got[0].tokens == 5
             assert await store.fetch("s", []) == [] and await store.fetch("t", [1]) == []
+
+        self._run(body)
+
+    def test_search_without_snippets_finds_the_same_hits(self) -> None:
+        async def body(store: Store) -> None:
+            await store.append("s", [*CHAT, _p("user", "The dog took the ferry to Lisbon")], T0)
+            await _fold(store, "s", 1, 3)
+            cases: list[tuple[list[str], dict[str, Any]]] = [
+                (["dog", "lisbon", "biscuit"], {}),
+                (["dog", "lisbon", "biscuit"], {"min_matched": 2, "folded": True}),
+                (["hotel", "porto"], {"limit": 1}),
+            ]
+            for terms, kw in cases:
+                full = await store.search("s", terms, **kw)
+                bare = await store.search("s", terms, snippets=False, **kw)
+                assert full and all(h.snippet for h in full)
+                assert bare == [replace(h, snippet="") for h in full]
 
         self._run(body)
 
