@@ -51,11 +51,14 @@ def _seed_recall_session(served: Served) -> tuple[list[int], int]:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:  # folds the policy asks for, however they run
             r = http.post(f"/v1/sessions/{SESSION}/fold", json={})
-            if r.status_code == 409:  # the server's fold worker is folding it right now
-                time.sleep(0.2)
+            if r.status_code != 409 and r.json().get("status") == "committed":
                 continue
-            if r.json().get("status") != "committed":
+            # 409, or a fold not done here (nothing due, or the server's fold worker holds
+            # the session): done once a summary is in, whoever wrote it
+            if r.status_code != 409 and http.get(
+                    f"/v1/sessions/{SESSION}/summary").json()["summary"] is not None:
                 break
+            time.sleep(0.2)
         summary = http.get(f"/v1/sessions/{SESSION}/summary").json()["summary"]["text"]
         room = next(i for i in range(10, 60) if _code(i) not in summary)  # two digits
         r = http.post(f"/v1/sessions/{SESSION}/messages", json={"messages": [
