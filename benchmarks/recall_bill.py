@@ -49,7 +49,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from retention_data import ROOT, Conversation, default_data, load
+from retention_data import ROOT, Conversation, default_data, load, publish
 
 from contextfold.context import SUMMARY_HEADER, Context
 from contextfold.engine import AsyncMemory
@@ -322,11 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{b.recalled_turns / b.turns:.1%} | "
                 f"{b.recalled_tokens / max(1, b.recalled_turns):,.0f} |")
     lines.append("")
-    report = "\n".join(lines)
-    print(report)
-    if not args.no_write:
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        RESULTS.write_text(report, encoding="utf-8")
+    publish(lines, RESULTS, write=not args.no_write)
     return 0
 
 

@@ -33,7 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from recall_cost import PG_DEFAULT, build, build_others, locomo, pct, vocabulary
-from retention_data import ROOT, context_text, normalize
+from retention_data import ROOT, context_text, normalize, publish
 
 from contextfold import Memory, TokenBudget
 from contextfold.recall import Recall
@@ -229,11 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         *rows,
         "",
     ]
-    report = "\n".join(lines)
-    print(report)
-    if not args.no_write:
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        RESULTS.write_text(report, encoding="utf-8")
+    publish(lines, RESULTS, write=not args.no_write)
     return 0
 
 

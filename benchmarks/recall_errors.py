@@ -57,6 +57,7 @@ from retention_data import (
     load,
     low_overlap,
     normalize,
+    publish,
 )
 from retention_recall import present
 
@@ -214,11 +215,7 @@ def main() -> int:
             print(f"- [{r['cause']}] c{r['cat']}{' low' if r['low'] else ''} {r['q']} -> "
                   f"{r['a']!r}; terms {r.get('terms')} matched {r.get('ev_matched')} "
                   f"rank {r.get('rank')}\n    {r.get('ev_text', '')}")
-    report = "\n".join(lines)
-    print(report)
-    if not args.no_write:
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        RESULTS.write_text(report, encoding="utf-8")
+    publish(lines, RESULTS, write=not args.no_write)
     return 0
 
 

@@ -47,7 +47,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from recall_bill import replay as bill_replay
-from retention_data import ROOT, context_text, default_data, load, normalize
+from retention_data import ROOT, context_text, default_data, load, normalize, publish
 from retention_recall import present
 
 from contextfold.engine import AsyncMemory
@@ -257,11 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         + ".",
         "",
     ]
-    report = "\n".join(lines)
-    print(report)
-    if not args.no_write:
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        RESULTS.write_text(report, encoding="utf-8")
+    publish(lines, RESULTS, write=not args.no_write)
     return 0
 
 

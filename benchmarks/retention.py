@@ -37,7 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from retention_cv import FULL_GRID, GRID, CVResult, Evaluator, cross_validate
-from retention_data import ROOT, default_data, load, replay, retention, truncate
+from retention_data import ROOT, default_data, load, publish, replay, retention, truncate
 
 from contextfold.memory import AsyncMemory
 from contextfold.messages import Message, StoredMessage
@@ -345,11 +345,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         lines += languages_section(args, counter)
     if "timing" in sets:
         lines += timing_section(args, counter)
-    report = "\n".join(lines)
-    print(report)
-    if not args.no_write:
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        RESULTS.write_text(report, encoding="utf-8")
+    publish(lines, RESULTS, write=not args.no_write)
     return 0
 
 

@@ -34,6 +34,17 @@ _ARTICLES = re.compile(r"\b(a|an|the|and)\b")
 _EVIDENCE = re.compile(r"D\d+:\d+")
 
 
+def publish(lines: Sequence[str], path: Path, *, write: bool = True) -> str:
+    """Print a benchmark's report (its lines joined) and, unless ``write`` is false, write
+    it to ``path`` under ``benchmarks/results/``; returns the report."""
+    report = "\n".join(lines)
+    print(report)
+    if write:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(report, encoding="utf-8")
+    return report
+
+
 def default_data() -> Path:
     """The dev set beside the checkout (``../shared`` or ``../../shared``)."""
     for path in DATA_CANDIDATES:
