@@ -32,6 +32,7 @@ from ..inline import inline, run_elsewhere
 from ..messages import StoredMessage
 from ..policy import SessionStats
 from . import postgres_leases as lease_sql
+from . import postgres_vault as vault_sql
 from .base import (
     AppendResult,
     DueCheck,
@@ -348,25 +349,12 @@ class PostgresStore:
         return await self._tx(do)
 
     async def vault_get(self, session_id: str) -> dict[str, str]:
-        async def do(conn: Conn) -> dict[str, str]:
-            cur = await conn.execute(
-                "SELECT placeholder, value FROM pii_vault WHERE session_id = %s", (session_id,)
-            )
-            return {p: v for p, v in await cur.fetchall()}
-
-        return await self._tx(do)
+        return await self._tx(partial(vault_sql.vault_get, session_id=session_id))
 
     async def vault_put(self, session_id: str, entries: Mapping[str, str]) -> None:
-        async def do(conn: Conn) -> None:
-            async with conn.cursor() as cur:
-                await cur.executemany(
-                    "INSERT INTO pii_vault (session_id, placeholder, value) VALUES (%s, %s, %s) "
-                    "ON CONFLICT DO NOTHING",
-                    [(session_id, p, v) for p, v in entries.items()],
-                )
-
         if entries:
-            await self._tx(do)
+            await self._tx(partial(vault_sql.vault_put, session_id=session_id,
+                                   entries=dict(entries)))
 
     # -- due sessions and leases -----------------------------------------------------------
 
