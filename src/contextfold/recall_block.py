@@ -170,8 +170,6 @@ def build_block(spans: Sequence[tuple[int, Sequence[int]]],
     costs: dict[int, int | None] = {}
     used = _frame_tokens(counter)
     max_tokens = options.max_message_tokens
-    who_tokens: dict[str, int] = {}  # "speaker: " -> tokens
-    name_tokens: dict[str, int] = {}
 
     def line_cost(seq: int) -> int | None:
         """A line's tokens, estimated from the stored count (the block is counted exactly
@@ -184,20 +182,9 @@ def build_block(spans: Sequence[tuple[int, Sequence[int]]],
         content = msg.content
         if quoted and _quoted(content if isinstance(content, str) else msg.text, quoted):
             return None
-        if not msg.tool_calls and isinstance(content, str) and not msg.tool_call_id:
-            tokens = item.tokens - MESSAGE_OVERHEAD_TOKENS  # the text's, from the stored count
-            name = msg.name
-            if name:
-                named = name_tokens.get(name)
-                if named is None:
-                    named = name_tokens[name] = count_repeated(counter, name)
-                tokens -= NAME_OVERHEAD_TOKENS + named
-            if tokens <= max_tokens:  # (a negative count is 0, as _text_tokens has it)
-                who = name if name and msg.role in ("user", "assistant") else _who(item)
-                prefix = who_tokens.get(who)
-                if prefix is None:
-                    prefix = who_tokens[who] = count_repeated(counter, who + ": ")
-                return max(0, tokens) + prefix + 2  # newline, date, gap
+        text = _text_tokens(item, counter)
+        if text is not None and text <= max_tokens:
+            return text + count_repeated(counter, _who(item) + ": ") + 2  # newline, date, gap
         lines[seq] = message_line(item, counter, max_tokens)
         return counter.count(lines[seq]) + 2
 
