@@ -52,6 +52,7 @@ from .sqlite_schema import statements
 from .sqlite_search import (
     FTS_SCHEMA,
     VOCAB_SCHEMA,
+    VocabularyCache,
     folded_range,
     index_messages,
     search_ids,
@@ -111,6 +112,7 @@ class MemoryStore:
         self._vault: dict[str, dict[str, str]] = {}  # session -> placeholder -> value
         self._lock = threading.RLock()
         self._fts: sqlite3.Connection | None = None
+        self._vocabulary = VocabularyCache()
         self._next_key = 1
 
     def __repr__(self) -> str:
@@ -263,7 +265,8 @@ class MemoryStore:
         lo, hi = folded_range(folded, through)
         self._catch_up(sess, through if folded else sess.stats.last_seq)
         try:
-            found = search_ids(self._index(), sess.key, req.groups, lo, hi, limit)
+            found = search_ids(self._index(), sess.key, req.groups, lo, hi, limit,
+                               self._vocabulary)
         except sqlite3.Error as exc:
             raise StorageError(f"search failed in {self!r}: {exc}") from exc
         return req.keep(

@@ -58,7 +58,7 @@ from .search import SearchHit, SearchRequest
 from .sqlite_append import append_messages
 from .sqlite_commits import commit_fold, insert_ledger
 from .sqlite_schema import MIGRATIONS, SESSION_COLS, session_stats
-from .sqlite_search import catch_up_stored, search_indexed, unindex
+from .sqlite_search import VocabularyCache, catch_up_stored, search_indexed, unindex
 
 __all__ = ["MIGRATIONS", "SQLiteStore"]
 
@@ -104,6 +104,7 @@ class SQLiteStore:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="contextfold-sqlite")
         self._conn: sqlite3.Connection | None = None
         self._decoder = MessageDecoder()
+        self._vocabulary = VocabularyCache()
         self._live_cache: OrderedDict[str, tuple[str, int, list[StoredMessage]]] = OrderedDict()
         self._closed = False
         self._lock = threading.Lock()  # the writer connection (on the writer thread)
@@ -449,7 +450,9 @@ class SQLiteStore:
             return []
 
         def do(conn: sqlite3.Connection) -> list[SearchHit] | None:
-            return search_indexed(conn, self._decoder, session_id, req, folded)
+            return search_indexed(
+                conn, self._decoder, session_id, req, folded, self._vocabulary
+            )
 
         def catch_up(conn: sqlite3.Connection) -> None:
             row = conn.execute(

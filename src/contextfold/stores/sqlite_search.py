@@ -33,6 +33,7 @@ Tokenizer: ``unicode61 remove_diacritics 2`` with combining marks as word charac
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Callable, Iterable, Sequence
 
 from ..messages import Message
@@ -52,6 +53,7 @@ __all__ = [
     "FTS_SCHEMA",
     "MAX_SEQ",
     "VOCAB_SCHEMA",
+    "VocabularyCache",
     "catch_up_stored",
     "folded_range",
     "index_messages",
@@ -61,6 +63,7 @@ __all__ = [
     "seq_range",
     "term_counts",
     "unindex",
+    "vocabulary",
 ]
 
 #: The largest seq the id scheme holds (2**32 - 1) per session.
@@ -141,13 +144,16 @@ def unindex(conn: sqlite3.Connection, key: int, lo: int = 1, hi: int = MAX_SEQ) 
     conn.execute("DELETE FROM message_words WHERE id BETWEEN ? AND ?", ids)
 
 
-def match_expression(groups: Sequence[Sequence[str]]) -> str:
+def match_expression(groups: Sequence[Sequence[str]], exact: Iterable[str] = ()) -> str:
     """An FTS5 query matching any of the ``groups`` of cleaned terms (see
-    :func:`~.search.term_groups`; each term quoted, long ones also as prefixes). Terms hold
-    only word characters (see :func:`~.search.clean_terms`)."""
+    :func:`~.search.term_groups`; each term quoted, long ones also as prefixes — but not
+    those of ``exact``: long terms the index holds as a word and begins no other word of,
+    for which the prefix query matches the same rows, positions and weights at a fraction
+    of the cost). Terms hold only word characters (see :func:`~.search.clean_terms`)."""
+    plain = set(exact)
 
     def term(t: str) -> str:
-        return f'"{t}"' + ("*" if len(t) >= PREFIX_MIN else "")
+        return f'"{t}"' + ("*" if len(t) >= PREFIX_MIN and t not in plain else "")
 
     return " OR ".join(
         term(g[0]) if len(g) == 1 else "(" + " AND ".join(term(t) for t in g) + ")"
@@ -159,22 +165,76 @@ def term_counts(conn: sqlite3.Connection, terms: Iterable[str]) -> dict[str, int
     """How many indexed messages (of every session) hold each of the cleaned ``terms``
     (a long term: the words it begins, summed — an upper bound), counted up to just
     above :data:`~.search.BROAD_MESSAGES`."""
-    out: dict[str, int] = {}
+    return {t: count for t, (count, _) in vocabulary(conn, terms).items()}
+
+
+def vocabulary(conn: sqlite3.Connection, terms: Iterable[str]) -> dict[str, tuple[int, bool]]:
+    """Per cleaned term: its count as :func:`term_counts` gives it, and whether it is a
+    long term that is the only word of the index it begins (its prefix query is then the
+    same as the word's own: see :func:`match_expression`)."""
+    out: dict[str, tuple[int, bool]] = {}
     for term in terms:
         if len(term) >= PREFIX_MIN:
             rows = conn.execute(
-                "SELECT doc FROM message_vocab WHERE term >= ? AND term < ?",
+                "SELECT term, doc FROM message_vocab WHERE term >= ? AND term < ?",
                 (term, term + "\U0010ffff"),
             )
         else:
-            rows = conn.execute("SELECT doc FROM message_vocab WHERE term = ?", (term,))
+            rows = conn.execute("SELECT term, doc FROM message_vocab WHERE term = ?", (term,))
         seen = 0
-        for (doc,) in rows:
-            seen += doc
-            if seen > BROAD_MESSAGES:
-                break
-        out[term] = seen
+        count = None
+        words = 0
+        first = None
+        for word, doc in rows:
+            words += 1
+            first = word if first is None else first
+            if count is None:
+                seen += doc
+                if seen > BROAD_MESSAGES:
+                    count = seen
+            if count is not None and words > 1:
+                break  # the count is known, and the term begins more than one word
+        out[term] = (seen if count is None else count,
+                     len(term) >= PREFIX_MIN and words == 1 and first == term)
     return out
+
+
+class VocabularyCache:
+    """What :func:`vocabulary` found of query terms in one database, kept while its index
+    is unchanged (one per store: the terms of a conversation's queries recur, and counting
+    a common word reads its whole posting list).
+
+    Each use first reads the index's state — FTS5's structure record (its segments and a
+    write counter that grows with every segment written: every commit that changes the
+    index writes one) and its averages record (rows and tokens indexed) — together with
+    the connection's own change count (an uncommitted write of its own is not in the
+    structure yet), in the caller's transaction; a different state empties the cache. So
+    a term is never judged by another version of the index than the one searched.
+    Bounded: past ``max_terms`` it starts over."""
+
+    def __init__(self, max_terms: int = 10_000) -> None:
+        self.max_terms = max_terms
+        self._lock = threading.Lock()
+        self._state: object = None
+        self._terms: dict[tuple[str, int], tuple[int, bool]] = {}
+
+    def get(self, conn: sqlite3.Connection, terms: Iterable[str]) -> dict[str, tuple[int, bool]]:
+        """:func:`vocabulary` of ``terms``, from the cache where the index is unchanged."""
+        terms = list(terms)
+        state = (conn.total_changes, *conn.execute(
+            "SELECT id, block FROM message_search_data WHERE id IN (1, 10) ORDER BY id"))
+        limit = BROAD_MESSAGES  # (a count depends on it)
+        with self._lock:
+            if state != self._state or len(self._terms) > self.max_terms:
+                self._terms = {}
+                self._state = state
+            known = self._terms
+        missing = [t for t in terms if (t, limit) not in known]
+        found = vocabulary(conn, missing) if missing else {}
+        with self._lock:
+            if self._state == state:
+                self._terms.update(((t, limit), v) for t, v in found.items())
+        return {t: found[t] if t in found else known[(t, limit)] for t in terms}
 
 
 def search_ids(
@@ -184,21 +244,26 @@ def search_ids(
     lo: int,
     hi: int,
     limit: int,
+    cache: VocabularyCache | None = None,
 ) -> list[tuple[int, float, str]]:
     """(seq, score, indexed words) of the best ``limit`` matches of any of the term
     ``groups`` among seqs ``lo..hi`` of one session, best first; score is ``-bm25``
     (higher is better). With broad terms, the matches of the selective groups first
-    (see :data:`~.search.BROAD_MESSAGES`)."""
+    (see :data:`~.search.BROAD_MESSAGES`). ``cache``: the store's
+    :class:`VocabularyCache` (None: the vocabulary is read afresh)."""
     if not groups or lo > hi or limit <= 0:
         return []
     first, last = seq_range(key, lo, hi)
     terms = dict.fromkeys(t for g in groups for t in g)
-    narrow = selective_search(groups, broad_terms(term_counts(conn, terms)))
+    vocab = vocabulary(conn, terms) if cache is None else cache.get(conn, terms)
+    exact = {t for t, (_, single) in vocab.items() if single}
+    counts = {t: count for t, (count, _) in vocab.items()}
+    narrow = selective_search(groups, broad_terms(counts))
     if narrow is not None:
-        found = _ranked(conn, match_expression(narrow), first, last, limit)
+        found = _ranked(conn, match_expression(narrow, exact), first, last, limit)
         if len(found) >= limit:
             return found
-    return _ranked(conn, match_expression(groups), first, last, limit)
+    return _ranked(conn, match_expression(groups, exact), first, last, limit)
 
 
 def _ranked(
@@ -223,6 +288,7 @@ def search_indexed(
     session_id: str,
     req: SearchRequest,
     folded: bool | None,
+    cache: VocabularyCache | None = None,
 ) -> list[SearchHit] | None:
     """The SQLite store's search of one session, in the caller's read transaction: the
     hits of ``req`` among its folded (``folded=True``), live (False) or all messages; None
@@ -238,7 +304,7 @@ def search_indexed(
     through, key, last, indexed = row
     if (through if folded else last) > indexed:
         return None  # messages to index first (a write)
-    found = search_ids(conn, key, req.groups, *folded_range(folded, through), req.limit)
+    found = search_ids(conn, key, req.groups, *folded_range(folded, through), req.limit, cache)
     if not found:
         return []
     marks = ", ".join("?" for _ in found)
