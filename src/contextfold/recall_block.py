@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 from .messages import Message, StoredMessage
@@ -18,6 +18,7 @@ from .tokens import (
     TokenCounter,
     count_message,
     count_repeated,
+    framing_tokens,
 )
 
 if TYPE_CHECKING:
@@ -58,8 +59,19 @@ def _speaker(item: StoredMessage) -> str:
 
 
 
+_DATES: dict[date, str] = {}  # a day -> its date line's text (formatting is slow)
+
+
 def _date(ts: datetime | None) -> str:
-    return f"{ts.day} {ts:%B %Y}" if ts is not None else "date unknown"
+    if ts is None:
+        return "date unknown"
+    day = ts.date()  # (the day in the timestamp's own zone, as formatted)
+    text = _DATES.get(day)
+    if text is None:
+        if len(_DATES) >= 4096:
+            _DATES.clear()
+        text = _DATES[day] = f"{ts.day} {ts:%B %Y}"
+    return text
 
 
 def _one_line(text: str) -> str:
@@ -115,6 +127,12 @@ def message_line(item: StoredMessage, counter: TokenCounter, max_tokens: int,
 def render_block(spans: Sequence[Sequence[StoredMessage]], lines: Mapping[int, str]) -> str:
     """The block's text: the header, then the spans oldest first, each under its date (a
     date line only when it changes), a ``…`` line between spans that do not touch."""
+    return "\n".join(_block_lines(spans, lines))
+
+
+def _block_lines(spans: Sequence[Sequence[StoredMessage]], lines: Mapping[int, str]
+                 ) -> list[str]:
+    """The lines of :func:`render_block`'s text."""
     out = [RECALL_HEADER, _OPEN]
     last_date: str | None = None
     last_seq: int | None = None
@@ -129,7 +147,35 @@ def render_block(spans: Sequence[Sequence[StoredMessage]], lines: Mapping[int, s
             out.append(lines[item.seq])
             last_seq = item.seq
     out.append(_CLOSE)
-    return "\n".join(out)
+    return out
+
+
+_LINE_TOKENS: dict[tuple[str, str], int] = {}  # (encoding, line + newline) -> tokens
+
+
+def _text_count(counter: TokenCounter, parts: Sequence[str]) -> int:
+    """``counter.count("\\n".join(parts))``, for the block's lines: with OpenAI's
+    encodings (:class:`~.tokens.TiktokenCounter`) the sum of each line's count with its
+    newline, remembered per line (recalled lines recur from turn to turn). Exact: their
+    pre-tokenizer never joins a newline with what follows it unless that is whitespace,
+    another newline or (``o200k_base``) a slash, so when no line but the first starts
+    with one of those (or is empty) the text splits into the same pieces line by line;
+    otherwise, and with any other counter, the text is counted whole."""
+    if type(counter) is not TiktokenCounter or not all(
+            p and not p[0].isspace() and p[0] != "/" for p in parts[1:]):
+        return counter.count("\n".join(parts))
+    name = counter.name
+    total = 0
+    last = len(parts) - 1
+    for i, part in enumerate(parts):
+        key = (name, part + "\n" if i < last else part)
+        tokens = _LINE_TOKENS.get(key)
+        if tokens is None:
+            if len(_LINE_TOKENS) >= 20_000:
+                _LINE_TOKENS.clear()
+            tokens = _LINE_TOKENS[key] = counter.count(key[1])
+        total += tokens
+    return total
 
 
 def _quoted(text: str, quoted: str) -> bool:
@@ -236,9 +282,9 @@ def build_block(spans: Sequence[tuple[int, Sequence[int]]],
             lines[seq] = message_line(item, counter, options.max_message_tokens,
                                       _text_tokens(item, counter))
     while chosen:
-        text = render_block(_runs(chosen), lines)
-        message = _block_message(text)
-        tokens = count_message(counter, message)
+        parts = _block_lines(_runs(chosen), lines)
+        message = _block_message("\n".join(parts))
+        tokens = framing_tokens(counter, message) + _text_count(counter, parts)
         if tokens <= room:
             return RecallBlock(message, tokens, tuple(sorted(chosen)))
         freed = 0  # the estimate was short: drop the last taken until it covers the excess
