@@ -24,7 +24,12 @@ no integer rowid and stores JSON, not words.
 
 ``message_vocab`` (an ``fts5vocab`` table: no data of its own) reads how many indexed
 messages hold a word, so a search knows its broad terms (:data:`~.search.BROAD_MESSAGES`)
-before it ranks. It counts every session's messages, as BM25's term weights do.
+before it ranks. It counts every session's messages, as BM25's term weights do. It also
+says which long terms are the only word of the index they begin: such a term is queried
+as that word, not as a prefix — the same rows, positions and BM25 weights, but FTS5 merges
+a prefix's posting lists afresh for every place the term has in a query (and again for
+its weight), which was most of a search's time on common words. What the vocabulary said
+is kept per store while the index is unchanged (:class:`VocabularyCache`).
 
 Tokenizer: ``unicode61 remove_diacritics 2`` with combining marks as word characters
 (``categories 'L* N* Co M*'``), so FTS5 splits exactly where :func:`~.search.words` does.
