@@ -146,3 +146,21 @@ def test_a_damaged_row_in_the_store_is_a_storage_error(tmp_path: Path) -> None:
             await store.close()
 
     asyncio.run(main())
+
+
+def test_the_decoder_reuses_a_row_only_while_its_body_is_the_same() -> None:
+    from contextfold.stores.rows import MessageDecoder
+
+    decoder = MessageDecoder()
+    said = Message(role="user", content="the ferry leaves at noon")
+    body = decoder.encode("s", 1, said, 9)  # written live
+    live = decoder.decode("s", 1, body, 9)
+    assert live.message == said and not live.folded
+    folded = decoder.decode("s", 1, body, 9, folded=True)  # read after its fold
+    assert folded.message == said and folded.folded and folded.seq == 1 and folded.tokens == 9
+    assert decoder.decode("s", 1, body, 9, folded=True) is folded  # kept as it now reads
+    assert not decoder.decode("s", 1, body, 9).folded  # an older snapshot still reads live
+    other = encode_message(Message(role="user", content="another session, same seq"))
+    assert decoder.decode("s", 1, other, 9, folded=True).message.text == (
+        "another session, same seq")  # a re-created session's row is decoded afresh
+    assert decoder.decode("s", 1, body, 0, folded=True).tokens == 0  # a changed count too

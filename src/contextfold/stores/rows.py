@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -74,7 +74,10 @@ class MessageDecoder:
         hit = self._cache.get((session_id, seq))
         if hit is not None and hit[0] == body and hit[1].tokens == tokens:
             stored = hit[1]
-            return stored if stored.folded == folded else replace(stored, folded=folded)
+            if stored.folded != folded:  # folded since (it stays so): kept as it now reads
+                stored = make_stored(seq, stored.message, tokens, folded)
+                self._cache[(session_id, seq)] = (body, stored)
+            return stored
         stored = decode_message(seq, body, tokens, folded)
         self._keep(session_id, seq, body, stored)
         return stored
