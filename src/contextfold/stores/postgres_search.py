@@ -88,8 +88,10 @@ SESSION_GIN = "btree_gin"
 #: Two sessions may share a key (a hash): their postings mix, and the search still
 #: filters on the session id. Lexemes of indexed words hold no control character, so
 #: ``\x01`` separates them; a query's lexemes are the quoted strings of its text form
-#: (``''`` is a quote within one). Built-in functions only: an index expression may be
-#: evaluated under any ``search_path`` (``ANALYZE``, ``pg_restore``).
+#: (``''`` is a quote within one). The index keeps no positions: a query term the
+#: server's parser would split into a phrase would match nothing (cleaned, NFKD-folded
+#: terms are single lexemes: ``x²y`` is cleaned to ``x2y``). Built-in functions only: an
+#: index expression may be evaluated under any ``search_path`` (``ANALYZE``, ``pg_restore``).
 SESSION_LEXEMES = (
     r"""
 CREATE FUNCTION session_lexemes(sid text, v tsvector) RETURNS tsvector
