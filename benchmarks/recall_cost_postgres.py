@@ -42,12 +42,15 @@ from contextfold.stores.postgres_search import tsquery_text
 
 RESULTS = ROOT / "benchmarks" / "results" / "recall_cost_postgres.md"
 
-#: The statement PostgreSQL's search ran before BM25: ``ts_rank_cd`` of the whole query.
+#: The statement PostgreSQL's search ran before BM25: ``ts_rank_cd`` of the whole query
+#: (the match asked of the index as :func:`~contextfold.stores.postgres_search.search_sql`
+#: asks it).
 COVER_DENSITY = """
 WITH q AS (SELECT to_tsquery(%(cfg)s::regconfig, %(q)s) AS q)
 SELECT m.seq, m.body, m.tokens, ts_rank_cd(m.search, q.q) AS score, s.through_seq
-FROM sessions s JOIN messages m ON m.session_id = s.session_id, q
-WHERE s.session_id = %(sid)s AND m.search @@ q.q
+FROM sessions s, messages m, q
+WHERE s.session_id = %(sid)s AND m.session_id COLLATE "C" = %(sid)s
+    AND session_lexemes(m.session_id, m.search) @@ session_query(%(sid)s, q.q)
     AND (%(folded)s::boolean IS NULL OR (m.seq <= s.through_seq) = %(folded)s::boolean)
 ORDER BY score DESC, m.seq DESC
 LIMIT %(limit)s

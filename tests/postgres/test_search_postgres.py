@@ -5,6 +5,7 @@ ConfigError, and odd input never reaches the server as an error."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from datetime import datetime, timezone
 from typing import Any
 
@@ -85,63 +86,141 @@ def _indexes(url: str, schema: str) -> dict[str, str]:
     return {name: definition for name, definition in rows}
 
 
-def test_index_per_session_migrates_a_search_database(pg_url: str, monkeypatch: Any) -> None:
-    """A database at migration 6 (one GIN index on ``search`` for every session) gets the
-    index keyed by session, without a pending list; what it stored is found, by session."""
+def _store_at(pg_url: str, monkeypatch: Any, version: int) -> str:
+    """A fresh schema migrated to ``version`` only, holding messages of sessions a and b
+    (``bodrum`` in both); its name."""
     schema = fresh_schema()
 
     async def main() -> None:
-        monkeypatch.setattr(postgres_schema, "MIGRATIONS", postgres_schema.MIGRATIONS[:6])
+        monkeypatch.setattr(postgres_schema, "MIGRATIONS", postgres_schema.MIGRATIONS[:version])
         old = PostgresStore(pg_url, schema=schema)
         await old.setup()
         await old.append("a", [_p("ferry to Bodrum"), _p("dinner in Kas")], T0)
         await old.append("b", [_p("Bodrum castle")], T0)
         await old.close()
-        assert "messages_search" in _indexes(pg_url, schema)
         monkeypatch.undo()
+
+    asyncio.run(main())
+    return schema
+
+
+async def _found_by_session(store: PostgresStore) -> None:
+    """What the store of :func:`_store_at` finds, by session, before and after an append."""
+    assert [h.seq for h in await store.search("a", ["bodrum"])] == [1]
+    assert [h.seq for h in await store.search("b", ["bodrum"])] == [1]
+    assert await store.search("a", ["bod"]) == []  # a short term: the word only
+    assert [h.seq for h in await store.search("a", ["bodr"])] == [1]  # a long one: a prefix
+    await store.append("b", [_p("Bodrum again")], T0)
+    assert [h.seq for h in await store.search("b", ["bodrum"])] == [2, 1]
+    assert [h.seq for h in await store.search("a", ["bodrum"])] == [1]
+
+
+@pytest.mark.parametrize("version", [6, 7])
+def test_an_older_search_index_becomes_one_of_lexemes_per_session(
+    pg_url: str, monkeypatch: Any, version: int
+) -> None:
+    """A database at migration 6 (one GIN index on ``search``) or 7 (``btree_gin`` on
+    ``(session_id, search)``) ends with the index of each session's lexemes, without a
+    pending list; what it stored is found, by session."""
+    schema = _store_at(pg_url, monkeypatch, version)
+    assert ("messages_search" in _indexes(pg_url, schema)) == (version == 6)
+
+    async def main() -> None:
         store = PostgresStore(pg_url, schema=schema)
         await store.setup()
         indexes = _indexes(pg_url, schema)
         assert "messages_search" not in indexes
-        assert "(session_id, search)" in indexes["messages_search_session"]
+        assert "session_lexemes(session_id, search)" in indexes["messages_search_session"]
         assert "fastupdate=off" in indexes["messages_search_session"]
-        assert [h.seq for h in await store.search("a", ["bodrum"])] == [1]
-        assert [h.seq for h in await store.search("b", ["bodrum"])] == [1]
-        await store.append("b", [_p("Bodrum again")], T0)
-        assert [h.seq for h in await store.search("b", ["bodrum"])] == [2, 1]
-        assert [h.seq for h in await store.search("a", ["bodrum"])] == [1]
+        await _found_by_session(store)
         await store.close()
 
     asyncio.run(main())
 
 
-def test_index_per_session_without_the_extension_keeps_one_index(
+def test_a_server_without_the_extension_gets_the_same_index(
     pg_url: str, monkeypatch: Any
 ) -> None:
-    """When the server cannot create the extension, the migration still completes: the
-    index on ``search`` alone stays, its pending list merged and turned off."""
+    """When the server cannot create ``btree_gin`` (migration 7 then keeps the index on
+    ``search`` alone), migration 8 still builds the index of each session's lexemes."""
     from contextfold.stores import postgres_search
 
+    monkeypatch.setattr(postgres_search, "SESSION_GIN", "no_such_extension")
+    schema = _store_at(pg_url, monkeypatch, 6)
+    monkeypatch.setattr(postgres_search, "SESSION_GIN", "no_such_extension")
+
+    async def main() -> None:
+        store = PostgresStore(pg_url, schema=schema)
+        await store.setup()
+        assert set(_indexes(pg_url, schema)) == {
+            "messages_pkey", "messages_client_id", "messages_search_session"}
+        await _found_by_session(store)
+        await store.close()
+
+    asyncio.run(main())
+
+
+def _same_key(prefix: str) -> tuple[str, str]:
+    """Two session ids whose keys (8 hex digits of their MD5) are the same."""
+    seen: dict[str, str] = {}
+    i = 0
+    while True:
+        sid = f"{prefix}{i}"
+        key = hashlib.md5(sid.encode()).hexdigest()[:8]
+        if key in seen:
+            return seen[key], sid
+        seen[key] = sid
+        i += 1
+
+
+def test_sessions_sharing_a_key_find_only_their_own_messages(pg_url: str) -> None:
+    """Two sessions whose lexemes carry the same key share posting lists; a search still
+    finds only its own session's messages, and a deleted session's none."""
+    one, two = _same_key("tenant-")
+
+    async def main() -> None:
+        store = PostgresStore(pg_url, schema=fresh_schema())
+        await store.setup()
+        await store.append(one, [_p("ferry to Bodrum"), _p("a quiet harbour")], T0)
+        await store.append(two, [_p("Bodrum castle"), _p("harbour lights of Bodrum")], T0)
+        assert [h.seq for h in await store.search(one, ["bodrum"])] == [1]
+        assert sorted(h.seq for h in await store.search(two, ["bodrum"])) == [1, 2]
+        assert [h.seq for h in await store.search(one, ["harb"])] == [2]
+        await store.delete(two)
+        assert await store.search(two, ["bodrum"]) == []
+        assert sorted(h.seq for h in await store.search(one, ["bodrum", "harbour"])) == [1, 2]
+        await store.close()
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    ("lexemes", "query"),
+    [(["it's", "x"], "'it''s'"), (["a\\b"], "'a\\\\b':*"), (["ok", "o'k"], "'o''k' & 'ok'")],
+)
+def test_a_lexeme_with_a_quote_or_a_backslash_keeps_its_session(
+    pg_url: str, lexemes: list[str], query: str
+) -> None:
+    """A dictionary may keep a quote or a backslash in a lexeme: the query's lexemes get
+    the session's key inside their quotes, so they match that session's lexemes only."""
     schema = fresh_schema()
 
     async def main() -> None:
-        monkeypatch.setattr(postgres_schema, "MIGRATIONS", postgres_schema.MIGRATIONS[:6])
-        old = PostgresStore(pg_url, schema=schema)
-        await old.setup()
-        await old.append("a", [_p("ferry to Bodrum")], T0)
-        await old.close()
-        monkeypatch.undo()
-        monkeypatch.setattr(postgres_search, "SESSION_GIN", "no_such_extension")
         store = PostgresStore(pg_url, schema=schema)
         await store.setup()
-        indexes = _indexes(pg_url, schema)
-        assert "messages_search_session" not in indexes
-        assert "fastupdate=off" in indexes["messages_search"]
-        await store.append("a", [_p("Bodrum again")], T0)
-        assert [h.seq for h in await store.search("a", ["bodrum"])] == [2, 1]
         await store.close()
 
     asyncio.run(main())
+    with psycopg.connect(pg_url) as conn:
+        conn.execute(f"SET search_path = {schema}")
+        row = conn.execute(
+            "SELECT session_lexemes(%(s)s, array_to_tsvector(%(l)s::text[])) "
+            "@@ session_query(%(s)s, %(q)s::tsquery), "
+            "session_lexemes(%(o)s, array_to_tsvector(%(l)s::text[])) "
+            "@@ session_query(%(s)s, %(q)s::tsquery)",
+            {"s": "one", "o": "two", "l": lexemes, "q": query},
+        ).fetchone()
+    assert row == (True, False)
 
 
 def test_broad_terms_from_the_statistics_search_the_selective_matches_first(

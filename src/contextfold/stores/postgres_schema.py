@@ -9,7 +9,12 @@ from typing import Any
 from psycopg import sql
 
 from .base import LedgerEntry
-from .postgres_search import SEARCH_INDEX, index_existing, index_per_session
+from .postgres_search import (
+    SEARCH_INDEX,
+    index_existing,
+    index_lexemes_per_session,
+    index_per_session,
+)
 from .rows import LEDGER_COLUMNS, ledger_values
 
 __all__ = [
@@ -140,7 +145,7 @@ async def _full_text_search(conn: Any, search_config: str) -> None:
 Step = str | Callable[[Any, str], Awaitable[None]]
 
 #: Ordered (version, name, step): SQLite's first four, then 5 (PostgreSQL only), 6
-#: (full-text search, SQLite's 5) and 7 (PostgreSQL only). Append; never edit one.
+#: (full-text search, SQLite's 5), 7 and 8 (PostgreSQL only). Append; never edit one.
 MIGRATIONS: list[tuple[int, str, Step]] = [
     (1, "initial schema", _INITIAL),
     (2, "due sessions and leases", _DUE_AND_LEASES),
@@ -149,6 +154,7 @@ MIGRATIONS: list[tuple[int, str, Step]] = [
     (5, "ledger by session prefix", _LEDGER_PREFIX),
     (6, "full-text search", _full_text_search),
     (7, "search index per session", index_per_session),
+    (8, "search lexemes per session", index_lexemes_per_session),
 ]
 
 VERSION_COLS = (

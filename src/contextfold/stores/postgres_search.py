@@ -1,5 +1,5 @@
 """Full-text search in PostgreSQL: a ``tsvector`` column on ``messages`` with a GIN index
-on ``(session_id, search)`` (see :func:`index_per_session`).
+of each session's lexemes (see :func:`index_lexemes_per_session`).
 
 The column holds ``to_tsvector(config, words)`` of each message's folded words
 (:func:`~.search.index_text`), written by the append in the same statement as the row; a
@@ -52,6 +52,7 @@ __all__ = [
     "FETCH",
     "SEARCH_INDEX",
     "SESSION_GIN",
+    "SESSION_LEXEMES",
     "TERM_STATS",
     "SearchQuery",
     "TermStats",
@@ -59,6 +60,7 @@ __all__ = [
     "check_config",
     "fetch_messages",
     "index_existing",
+    "index_lexemes_per_session",
     "index_per_session",
     "search_messages",
     "search_sql",
@@ -78,6 +80,33 @@ CREATE INDEX messages_search ON messages USING gin (search);
 #: ``(session_id, search)`` (a contrib module, "trusted": any user who may create in a
 #: schema may create it).
 SESSION_GIN = "btree_gin"
+
+#: The functions of migration 8: a message's lexemes, each prefixed with its session's key
+#: (8 hex digits of the MD5 of the session id), and a query's lexemes the same way. The
+#: GIN index over ``session_lexemes(session_id, search)`` so holds one posting list per
+#: session and lexeme: a common word's postings are the session's, not every session's.
+#: Two sessions may share a key (a hash): their postings mix, and the search still
+#: filters on the session id. Lexemes of indexed words hold no control character, so
+#: ``\x01`` separates them; a query's lexemes are the quoted strings of its text form
+#: (``''`` is a quote within one). The index keeps no positions: a query term the
+#: server's parser would split into a phrase would match nothing (cleaned, NFKD-folded
+#: terms are single lexemes: ``x²y`` is cleaned to ``x2y``). Built-in functions only: an
+#: index expression may be evaluated under any ``search_path`` (``ANALYZE``, ``pg_restore``).
+SESSION_LEXEMES = (
+    r"""
+CREATE FUNCTION session_lexemes(sid text, v tsvector) RETURNS tsvector
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+SELECT CASE WHEN length(v) = 0 THEN v ELSE array_to_tsvector(string_to_array(
+    left(md5(sid), 8) || array_to_string(tsvector_to_array(v), E'\x01' || left(md5(sid), 8)),
+    E'\x01')) END
+$$""",
+    r"""
+CREATE FUNCTION session_query(sid text, q tsquery) RETURNS tsquery
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+SELECT regexp_replace(q::text, '''((?:[^'']|'''')*)''', '''' || left(md5(sid), 8) || '\1''',
+    'g')::tsquery
+$$""",
+)
 
 #: BM25's term frequency saturation and length normalization (FTS5's and Lucene's defaults).
 BM25_K1 = 1.2
@@ -100,7 +129,12 @@ def search_sql(n_terms: int) -> str:
     one lexeme lookup per term and message — ``ts_rank_cd`` evaluates the whole query at
     every covering position, some ten times as much on a long session's thousands of
     matches — and it ranks as SQLite's and the memory store's ``bm25()`` do: rarer terms
-    weigh more, shorter messages a little more."""
+    weigh more, shorter messages a little more.
+
+    The match is asked of the index of each session's lexemes (:data:`SESSION_LEXEMES`);
+    the message's session id is compared under the ``"C"`` collation (the same equality),
+    which keeps the planner from intersecting that index with the primary key's range of
+    the session — every row of a long session — when it expects many matches."""
     terms = "".join(f", to_tsquery(%(cfg)s::regconfig, %(t{i})s) AS t{i}" for i in range(n_terms))
     held = " + ".join(f"(m.search @@ q.t{i})::int * %(w{i})s::float8" for i in range(n_terms))
     k1, b = BM25_K1, BM25_B
@@ -110,8 +144,9 @@ WITH q AS (SELECT to_tsquery(%(cfg)s::regconfig, %(q)s) AS q{terms})
 SELECT m.seq, m.body, m.tokens,
     ({held or "0"}) * {scale} AS score,
     s.through_seq
-FROM sessions s JOIN messages m ON m.session_id = s.session_id, q
-WHERE s.session_id = %(sid)s AND m.search @@ q.q
+FROM sessions s, messages m, q
+WHERE s.session_id = %(sid)s AND m.session_id COLLATE "C" = %(sid)s
+    AND session_lexemes(m.session_id, m.search) @@ session_query(%(sid)s, q.q)
     AND (%(folded)s::boolean IS NULL OR (m.seq <= s.through_seq) = %(folded)s::boolean)
 ORDER BY score DESC, m.seq DESC
 LIMIT %(limit)s
@@ -282,6 +317,26 @@ async def index_per_session(conn: Any, config: str) -> None:
     else:
         await conn.execute("ALTER INDEX messages_search SET (fastupdate = off)")
         await conn.execute("SELECT gin_clean_pending_list('messages_search'::regclass)")
+
+
+async def index_lexemes_per_session(conn: Any, config: str) -> None:
+    """Migration 8: the search index holds each session's lexemes apart.
+
+    The index of migration 7 keyed by ``(session_id, search)`` still keeps one posting
+    list per lexeme for the whole table, and one per session id: a search of a long
+    session reads the session's posting list (every row of it) and every session's
+    postings of each term, all of them for a term that is a prefix. Over
+    :data:`SESSION_LEXEMES` the postings of a term are the session's own. No extension is
+    needed; the index is built from the stored column (no message is read again) and its
+    pending list is off, as migration 7 left it."""
+    for statement in SESSION_LEXEMES:
+        await conn.execute(statement)
+    await conn.execute("DROP INDEX IF EXISTS messages_search_session")
+    await conn.execute("DROP INDEX IF EXISTS messages_search")
+    await conn.execute(
+        "CREATE INDEX messages_search_session ON messages "
+        "USING gin (session_lexemes(session_id, search)) WITH (fastupdate = off)"
+    )
 
 
 @dataclass(frozen=True, slots=True)
