@@ -237,9 +237,15 @@ def test_question_processing_stems_and_reads_dates() -> None:
     assert refine_terms(["room", "4", "b"]) == ["room", "4"]  # digits are facts
 
 
-def test_a_named_speaker_matches_what_that_speaker_said(store_url: str, sid: str) -> None:
+def test_a_named_speaker_matches_what_that_speaker_said(
+        store_url: str, sid: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """"What does Nate feed his turtles?": the answer, said by Nate, never writes "Nate"
-    (stores index what was said, not who said it); one word and the speaker match."""
+    (stores index what was said, not who said it); one word and the speaker match. (The
+    second tier, which shows one-word matches in the room left, is off here: this is
+    about what passes the gate.)"""
+    import contextfold.recall
+
+    monkeypatch.setattr(contextfold.recall, "LESSER_ROOM", 10**9)
     fact = Message(role="assistant", name="Nate", timestamp=START,
                    content="They eat lettuce, berries and the odd cricket.")
     other = Message(role="user", name="Joanna", timestamp=START,
