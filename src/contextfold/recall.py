@@ -114,7 +114,9 @@ class Recall:
     ``TokenBudget`` policy, the room folding keeps free for it). ``min_coverage``: a hit
     must match at least this share of the query's terms (and at least ``min_matched``
     distinct terms when the query has that many): the relevance threshold, the same on
-    every store (scores are not comparable across engines). ``limit``: hits searched.
+    every store (scores are not comparable across engines); when the hits that pass it
+    leave room, matches of fewer terms fill it after them (:func:`lesser_hits`).
+    ``limit``: hits searched (for each of the two tiers).
     ``neighbours``: how far on each side of a hit a turn may be shown with it — the turn
     that answers a hit (or the question it answers) always is; further ones only when they
     match the query too. ``gate``: ``"past"`` shows the block for the implicit query (the
