@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contextfold import Memory, Message
+from contextfold.errors import ConfigError
 from contextfold.messages import StoredMessage
 from contextfold.policy import TokenBudget
 from contextfold.recall import (
@@ -98,6 +99,14 @@ def test_a_one_word_match_fills_the_room_the_gate_leaves(store_url: str) -> None
         plain = mem.context(sid)
         lone = mem.context(sid, query="Which area has the best bakery?")
         assert lone.messages == plain.messages and not lone.recalled
+        mem.engine.recall = Recall(lesser=False)  # the first tier alone
+        first = recalled(mem.context(sid, query="What area was hit by a flood?").messages)
+        assert "nasty flood" in first and "West County" not in first
+
+
+def test_lesser_is_checked() -> None:
+    with pytest.raises(ConfigError, match="lesser"):
+        Recall(lesser=1)  # type: ignore[arg-type]
 
 
 def hit(seq: int, score: float, folded: bool = True) -> SearchHit:

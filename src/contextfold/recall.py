@@ -114,9 +114,10 @@ class Recall:
     ``TokenBudget`` policy, the room folding keeps free for it). ``min_coverage``: a hit
     must match at least this share of the query's terms (and at least ``min_matched``
     distinct terms when the query has that many): the relevance threshold, the same on
-    every store (scores are not comparable across engines); when the hits that pass it
-    leave room, matches of fewer terms fill it after them (:func:`lesser_hits`).
-    ``limit``: hits searched (for each of the two tiers).
+    every store (scores are not comparable across engines). ``lesser``: when the hits
+    that pass it leave room, matches of fewer terms fill it after them
+    (:func:`lesser_hits`; one more search, of any one term, which costs more on a large
+    store when the query's words are rare). ``limit``: hits searched (in each tier).
     ``neighbours``: how far on each side of a hit a turn may be shown with it — the turn
     that answers a hit (or the question it answers) always is; further ones only when they
     match the query too. ``gate``: ``"past"`` shows the block for the implicit query (the
@@ -141,6 +142,7 @@ class Recall:
     speakers: bool = True
     framed: int = 3
     frame_after: int = 2
+    lesser: bool = True
 
     def __post_init__(self) -> None:
         share = self.share
@@ -154,8 +156,10 @@ class Recall:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ConfigError(f"Recall.{name} must be an int >= {low}, got {value!r}")
-        if not isinstance(self.speakers, bool):
-            raise ConfigError(f"Recall.speakers must be True or False, got {self.speakers!r}")
+        for flag in ("speakers", "lesser"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ConfigError(
+                    f"Recall.{flag} must be True or False, got {getattr(self, flag)!r}")
         if self.gate not in ("past", "always"):
             raise ConfigError(f"Recall.gate must be 'past' or 'always', got {self.gate!r}")
 
@@ -471,7 +475,8 @@ async def recall_into(
     messages.update((m.seq, m) for m in fetched if m.folded)
     spans = plan_spans(hits, messages, options)
     block = build_block(spans, messages, counter, room, options, summary_text)
-    if block is not None and len(hits) < options.limit and room - block.tokens >= LESSER_ROOM:
+    if (options.lesser and block is not None and len(hits) < options.limit
+            and room - block.tokens >= LESSER_ROOM):
         # the hits that pass the gate (all the store has) leave room: the best matches
         # of fewer of the query's terms take what is left (:func:`lesser_hits`)
         more = await store.search(session_id, terms, limit=options.limit, folded=True,
