@@ -62,7 +62,7 @@ def unsplit(messages: Sequence[Message]) -> bool:
     return True
 
 
-def check(ctx: Context, plain: Context, budget: int, through: int) -> None:
+def check(ctx: Context, plain: Context, budget: int, through: int, room: int) -> None:
     counter = get_counter(None)
     assert ctx.tokens <= budget
     assert ctx.tokens == REPLY_PRIMING_TOKENS + sum(count_message(counter, m)
@@ -70,6 +70,7 @@ def check(ctx: Context, plain: Context, budget: int, through: int) -> None:
     assert unsplit(ctx.messages)
     blocks = [m for m in ctx.messages if m.text.startswith(RECALL_HEADER)]
     assert len(blocks) == (1 if ctx.recalled else 0)
+    assert all(count_message(counter, b) <= room for b in blocks)  # within its share
     assert all(seq <= through for seq in ctx.recalled)
     assert tuple(m for m in ctx.messages if m not in blocks) == plain.messages
 
@@ -77,13 +78,14 @@ def check(ctx: Context, plain: Context, budget: int, through: int) -> None:
 @settings(max_examples=15, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(transcript=transcripts(max_turns=24), steps=ops,
-       frame=st.tuples(st.integers(0, 5), st.integers(1, 3)))
+       frame=st.tuples(st.integers(0, 5), st.integers(1, 3), st.integers(1, 2)))
 def test_contexts_with_recall_stay_in_budget_and_whole(
         store_url: str, transcript: list[Message], steps: list[tuple[str, Any, int]],
-        frame: tuple[int, int]) -> None:
+        frame: tuple[int, int, int]) -> None:
     sid = f"p-{uuid.uuid4().hex[:12]}"
     store: Store = open_store(store_url)  # one store object shared by both memories
-    recall = Recall(gate="always", min_coverage=0.0, min_matched=1, framed=frame[0],
+    # min_matched 2: hits of one term fill the room the others leave (the second tier)
+    recall = Recall(gate="always", min_coverage=0.0, min_matched=frame[2], framed=frame[0],
                     frame_after=frame[1])
     with Memory(store, policy=TokenBudget(400, keep_last=1), recall=recall,
                 fold="manual") as mem, Memory(store, recall=None, fold="manual") as bare:
@@ -104,7 +106,7 @@ def test_contexts_with_recall_stay_in_budget_and_whole(
                     mem.context(sid, max_tokens=budget, query=query)
                 continue
             ctx = mem.context(sid, max_tokens=budget, query=query)
-            check(ctx, plain, budget, through)
+            check(ctx, plain, budget, through, recall.room(budget))
             event(f"recalled: {bool(ctx.recalled)}")
 
 

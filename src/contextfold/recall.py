@@ -27,6 +27,9 @@ Contract (easy to break, tested in ``tests/test_recall*.py``):
 - **Speakers**: a query that names a speaker (``Message.name``) counts that name as
   matched by every message the speaker said (:func:`speaker_bonus`); such a query asks
   the store for one matched term fewer and reads its hits before choosing.
+- **Second tier**: when the hits that pass the relevance threshold leave room, the best
+  matches of fewer of the query's terms fill it, after them (:func:`lesser_hits`) — never
+  in their place, and never without them.
 - Only folded messages are recalled (live ones are in the context already) and a message
   the summary already quotes whole is skipped. The block is view-only: it is never stored
   and never reaches the summarizer.
@@ -111,7 +114,10 @@ class Recall:
     ``TokenBudget`` policy, the room folding keeps free for it). ``min_coverage``: a hit
     must match at least this share of the query's terms (and at least ``min_matched``
     distinct terms when the query has that many): the relevance threshold, the same on
-    every store (scores are not comparable across engines). ``limit``: hits searched.
+    every store (scores are not comparable across engines). ``lesser``: when the hits
+    that pass it leave room, matches of fewer terms fill it after them
+    (:func:`lesser_hits`; one more search, of any one term, which costs more on a large
+    store when the query's words are rare). ``limit``: hits searched (in each tier).
     ``neighbours``: how far on each side of a hit a turn may be shown with it — the turn
     that answers a hit (or the question it answers) always is; further ones only when they
     match the query too. ``gate``: ``"past"`` shows the block for the implicit query (the
@@ -136,6 +142,7 @@ class Recall:
     speakers: bool = True
     framed: int = 3
     frame_after: int = 2
+    lesser: bool = True
 
     def __post_init__(self) -> None:
         share = self.share
@@ -149,8 +156,10 @@ class Recall:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ConfigError(f"Recall.{name} must be an int >= {low}, got {value!r}")
-        if not isinstance(self.speakers, bool):
-            raise ConfigError(f"Recall.speakers must be True or False, got {self.speakers!r}")
+        for flag in ("speakers", "lesser"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ConfigError(
+                    f"Recall.{flag} must be True or False, got {getattr(self, flag)!r}")
         if self.gate not in ("past", "always"):
             raise ConfigError(f"Recall.gate must be 'past' or 'always', got {self.gate!r}")
 
@@ -275,6 +284,35 @@ def relevant(hits: Iterable[SearchHitLike], n_terms: int, options: Recall,
     else:
         out.sort(key=lambda h: (-h.score, h.seq))
     return out
+
+
+#: Tokens the block must leave free for :func:`lesser_hits` to be searched (about two
+#: recalled lines).
+LESSER_ROOM = 64
+
+
+def lesser_hits(found: Iterable[SearchHitLike], hits: Sequence[SearchHitLike],
+                live_from: int | None) -> list[SearchHitLike]:
+    """The second tier: the hits of a search for any one of the query's terms (``found``,
+    best first) that are not among ``hits`` (the ones that pass the gate), folded and
+    older than the live messages. They are shown only in the room the first tier leaves
+    (every hit that passes the gate, with its frame and neighbours, comes first), and only
+    when some hit passes the gate, so a query that finds nothing worth its tokens still
+    shows nothing. A question whose answer shares one word with it ("What area was hit
+    by a flood?" — "… my old area, West County …") is found this way."""
+    have = {h.seq for h in hits}
+    return [h for h in found if h.folded and h.seq not in have
+            and (live_from is None or h.seq < live_from)]
+
+
+def turn_seqs(hits: Sequence[SearchHitLike], live_from: int | None) -> list[int]:
+    """The seqs of ``hits`` and the message on each side of them (the turn each belongs
+    to, :func:`plan_spans`), older than the live messages."""
+    seqs: set[int] = set()
+    for h in hits:
+        hi = h.seq + 1 if live_from is None else min(h.seq + 1, live_from - 1)
+        seqs.update(range(max(1, h.seq - 1), hi + 1))
+    return sorted(seqs)
 
 
 def speaker_terms(terms: Sequence[str], speakers: Iterable[StoredMessage]) -> set[str]:
@@ -437,4 +475,17 @@ async def recall_into(
     messages.update((m.seq, m) for m in fetched if m.folded)
     spans = plan_spans(hits, messages, options)
     block = build_block(spans, messages, counter, room, options, summary_text)
+    if (options.lesser and block is not None and len(hits) < options.limit
+            and room - block.tokens >= LESSER_ROOM):
+        # the hits that pass the gate (all the store has) leave room: the best matches
+        # of fewer of the query's terms take what is left (:func:`lesser_hits`)
+        more = await store.search(session_id, terms, limit=options.limit, folded=True,
+                                  min_matched=1, snippets=False)
+        lesser = lesser_hits(more, hits, live_from)
+        if lesser:
+            wanted = [s for s in turn_seqs(lesser, live_from) if s not in messages]
+            fetched = await store.fetch(session_id, wanted) if wanted else []
+            messages.update((m.seq, m) for m in fetched if m.folded)
+            block = build_block(spans, messages, counter, room, options, summary_text,
+                                lesser=plan_spans(lesser, messages, options))
     return ctx if block is None else with_block(ctx, block)

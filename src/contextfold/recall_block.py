@@ -200,12 +200,16 @@ def _own_turn(hit: int, span: Sequence[int], messages: Mapping[int, StoredMessag
 def build_block(spans: Sequence[tuple[int, Sequence[int]]],
                 messages: Mapping[int, StoredMessage],
                 counter: TokenCounter, room: int, options: Recall,
-                summary_text: str | None = None) -> RecallBlock | None:
+                summary_text: str | None = None,
+                lesser: Sequence[tuple[int, Sequence[int]]] = ()) -> RecallBlock | None:
     """The best spans that fit ``room`` tokens (greedy, best first; a span that does not
     fit is skipped for a smaller one; the best ``options.framed`` with the turn before and
     ``options.frame_after`` turns after), merged where they overlap; then, while room is
     left, the turns around the hits shown, nearest first, best hit first, up to
-    ``options.neighbours`` away. None when nothing fits.
+    ``options.neighbours`` away; then, while room is left, the ``lesser`` spans (hits of
+    fewer of the query's terms, best first; like the spans, their own turn when the span
+    does not fit), so they never take the place of anything above. None when nothing
+    fits.
     A message the summary already quotes whole is left out (it adds nothing), and with a
     hit so quoted its whole span (the turns around it were there for it)."""
     quoted = _one_line(summary_text) if summary_text else ""
@@ -277,6 +281,9 @@ def build_block(spans: Sequence[tuple[int, Sequence[int]]],
             if hit in chosen:
                 take([hit - d])
                 take([hit + d])
+    for hit, span in lesser:  # the second tier: only the room left
+        if not (hit in messages and known(messages[hit])) and not take(span):
+            take(_own_turn(hit, span, messages))
     for seq, item in chosen.items():
         if seq not in lines:
             lines[seq] = message_line(item, counter, options.max_message_tokens,
