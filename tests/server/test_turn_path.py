@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import re
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -75,7 +76,7 @@ def test_middleware_added_to_the_app_sees_turn_requests(tmp_path: Path) -> None:
         def __init__(self, inner: object) -> None:
             self.inner = inner
 
-        async def __call__(self, scope: dict, receive: object, send: object) -> None:
+        async def __call__(self, scope: dict[str, Any], receive: object, send: object) -> None:
             if scope["type"] == "http":
                 seen.append(scope["path"])
             await self.inner(scope, receive, send)  # type: ignore[operator]
@@ -94,3 +95,25 @@ def test_middleware_added_to_the_app_sees_turn_requests(tmp_path: Path) -> None:
 
     asyncio.run(main())
     assert seen == ["/v1/sessions/s/messages", "/v1/sessions/s/context"]
+
+
+def test_a_context_read_with_a_body_over_the_limit_is_refused(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'm.db'}"
+    catalog = open_catalog(store)
+    catalog.setup()
+    key = create_key(catalog, "t")[0]
+    catalog.close()
+    app = create_app(ServerConfig.model_validate({"limits": {"max_body_bytes": 1024}}), store)
+
+    async def main() -> None:
+        async with app.router.lifespan_context(app), httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://t",
+            headers={"Authorization": f"Bearer {key}"},
+        ) as client:
+            assert (await client.post("/v1/sessions/s/messages",
+                                      json={"messages": [user("hello")]})).status_code == 200
+            read = await client.request("GET", "/v1/sessions/s/context", content=b"x" * 2048)
+            assert_problem(read, 413, "payload_too_large")
+            assert (await client.get("/v1/sessions/s/context")).status_code == 200
+
+    asyncio.run(main())

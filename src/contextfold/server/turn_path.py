@@ -6,15 +6,15 @@ ours for metrics, the body's deadline, the key, the body's size and bugs, then t
 framework's exception handlers, its exit stack and its router), each wrapping the
 request's ``receive``/``send`` again: more of a turn's CPU than the routes' own work.
 :class:`TurnPath` does the same steps in one function for the common request — the same
-code where there is code to share (:meth:`.guards.KeyGate.admit`, the routes' lean twins,
+code where there is code to share (:meth:`.guards.Admission.admit`, the routes' lean twins,
 :meth:`.metrics.Metrics.record`, the problem answers of :mod:`.problems`) — and hands
 everything else to the app untouched:
 
 - it takes only ``POST /v1/sessions/{id}/messages`` with a JSON body of a declared length
   within the body limit and the heavy-request size, and ``GET /v1/sessions/{id}/context``
-  without a query string, and only from an app whose middleware is the service's own
-  (``create_app``'s; not in dev mode; not while the framework's OpenTelemetry is on,
-  as of :data:`TELEMETRY_CHECK_SECONDS` ago at most);
+  without a body, neither with a query string, and only from an app whose middleware is
+  the service's own (``create_app``'s; not in dev mode; not while the framework's
+  OpenTelemetry is on, as of :data:`TELEMETRY_CHECK_SECONDS` ago at most);
 - the key is checked and the rate charged by the :class:`~.guards.Admission` that
   :class:`~.guards.KeyGate` uses; the body must arrive within
   ``limits.body_timeout_seconds`` (408, as :class:`~.guards.BodyDeadlineMiddleware`);
@@ -80,7 +80,7 @@ class TurnPath:
             return False
         if method != ("POST" if match[2] == "messages" else "GET"):
             return False
-        if method == "POST" and not self._json_within_limits(scope):
+        if not self._body_within_limits(scope, method == "POST"):
             return False
         if len(self.app.user_middleware) != self.middleware:  # middleware added since
             return False
@@ -95,7 +95,9 @@ class TurnPath:
             self._telemetry_on = self.telemetry is not None and bool(self.telemetry.enabled())
         return self._telemetry_on
 
-    def _json_within_limits(self, scope: Scope) -> bool:
+    def _body_within_limits(self, scope: Scope, append: bool) -> bool:
+        """An append: a JSON body of a declared length within the limits; a context read:
+        no body (a declared one goes to the app, whose body limit may refuse it)."""
         length = -1
         json = False
         for name, value in scope["headers"]:
@@ -105,6 +107,8 @@ class TurnPath:
                 json = value.partition(b";")[0].strip().lower() == b"application/json"
             elif name == b"transfer-encoding":
                 return False
+        if not append:
+            return length in (-1, 0)
         return json and 0 <= length <= self.max_length
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -120,6 +124,7 @@ class TurnPath:
         scope["path_params"] = {"session_id": match[1]}
         status = 500
         answered = True
+        responding = False
         try:
             admitted = await self.admission.admit(scope, bearer_key(scope))
             if isinstance(admitted, ProblemError):
@@ -147,6 +152,7 @@ class TurnPath:
                 await self.full(again, _replay(read, receive), send)
                 return
             status = response.status_code
+            responding = True
             await response(scope, receive, send)
         except ProblemError as exc:
             status = exc.status
@@ -157,7 +163,7 @@ class TurnPath:
             await problem_response(problem, scope["path"])(scope, receive, send)
         except Exception as exc:  # a bug: as InternalErrorMiddleware answers it
             status = 500
-            await answer_bug(scope, send, exc, started=False)
+            await answer_bug(scope, send, exc, started=responding)
         finally:
             if answered:
                 self.state.metrics.record(scope, status, time.perf_counter() - started)
