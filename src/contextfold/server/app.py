@@ -146,7 +146,9 @@ def _rate_limiter(config: ServerConfig, catalog: Catalog) -> RateLimiter:
 def _add_middleware(app: FastAPI, state: ServerState, admission: Admission) -> None:
     """Outermost last: metrics and the access log see every answer; the body's deadline
     runs from the end of the headers (a wait for a heavy turn counts); the key is checked
-    (and the rate charged) before the body limit and before any body is read."""
+    (and the rate charged) before the body limit and before any body is read. The turn
+    path (:mod:`.turn_path`) does these steps itself: a step added here needs its twin
+    there."""
     limits = state.config.limits
     app.add_middleware(InternalErrorMiddleware)
     app.add_middleware(BodyLimitMiddleware, max_bytes=limits.max_body_bytes)
