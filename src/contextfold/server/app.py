@@ -11,6 +11,7 @@ import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,23 +19,26 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import Receive, Scope, Send
 
 from .. import __version__
 from ..errors import ContextFoldError
 from ..stores import default_db_path
 from .catalog import Catalog, open_catalog
 from .config import ServerConfig
-from .guards import BodyDeadlineMiddleware, DevGuard, KeyGate
+from .guards import Admission, BodyDeadlineMiddleware, DevGuard, KeyGate
 from .limits import BodyLimitMiddleware, RateLimiter
 from .metrics import METHODS, Metrics, MetricsMiddleware
 from .problems import (
     PROBLEM_MEDIA_TYPE,
     InternalErrorMiddleware,
     ProblemError,
-    problem_for_library_error,
+    library_problem,
+    problem_response,
 )
 from .shared_limits import BucketBackend, StoreBuckets
 from .tenancy import ServerState
+from .turn_path import TurnPath
 
 __all__ = ["create_app", "resolve_store_url"]
 
@@ -87,7 +91,7 @@ def create_app(
         if close is not None:
             close()
 
-    app = FastAPI(
+    app = ServiceApp(
         title="contextfold",
         version=__version__,
         description=API_DESCRIPTION,
@@ -100,9 +104,26 @@ def create_app(
     app.router.redirect_slashes = False  # see _slash_redirect
     _install_error_handlers(app)
     _include_routers(app)
-    _add_middleware(app, state)
+    admission = Admission(state)
+    _add_middleware(app, state, admission)
+    if not app.state.contextfold_dev:  # dev mode: keyless requests, origin checks
+        app.turn_path = TurnPath(app, partial(FastAPI.__call__, app), admission)
     _tidy_openapi(app)
     return app
+
+
+class ServiceApp(FastAPI):
+    """The service's app: the requests of a chat turn answered by its
+    :class:`~.turn_path.TurnPath` when it takes them, everything else by FastAPI."""
+
+    turn_path: TurnPath | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = self.turn_path
+        if path is not None and scope["type"] == "http" and path.takes(scope):
+            await path(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)
 
 
 def _rate_limiter(config: ServerConfig, catalog: Catalog) -> RateLimiter:
@@ -122,14 +143,18 @@ def _rate_limiter(config: ServerConfig, catalog: Catalog) -> RateLimiter:
     return RateLimiter(rate, limits.burst, backend=backend)
 
 
-def _add_middleware(app: FastAPI, state: ServerState) -> None:
+def _add_middleware(app: FastAPI, state: ServerState, admission: Admission) -> None:
     """Outermost last: metrics and the access log see every answer; the body's deadline
     runs from the end of the headers (a wait for a heavy turn counts); the key is checked
-    (and the rate charged) before the body limit and before any body is read."""
+    (and the rate charged) before the body limit and before any body is read. The turn
+    path (:mod:`.turn_path`) does these steps itself: a step added here needs its twin
+    there."""
     limits = state.config.limits
     app.add_middleware(InternalErrorMiddleware)
     app.add_middleware(BodyLimitMiddleware, max_bytes=limits.max_body_bytes)
-    app.add_middleware(KeyGate, state=state, dev=bool(app.state.contextfold_dev))
+    app.add_middleware(
+        KeyGate, state=state, dev=bool(app.state.contextfold_dev), admission=admission
+    )
     app.add_middleware(BodyDeadlineMiddleware, seconds=limits.body_timeout_seconds)
     if app.state.contextfold_dev:
         app.add_middleware(DevGuard)
@@ -152,12 +177,7 @@ def _include_routers(app: FastAPI) -> None:
 
 
 def _problem_response(problem: ProblemError, request: Request) -> JSONResponse:
-    return JSONResponse(
-        problem.body(request.url.path),
-        status_code=problem.status,
-        media_type=PROBLEM_MEDIA_TYPE,
-        headers=problem.headers,
-    )
+    return problem_response(problem, request.url.path)
 
 
 def _install_error_handlers(app: FastAPI) -> None:
@@ -167,10 +187,7 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(ContextFoldError)
     async def on_library_error(request: Request, exc: ContextFoldError) -> JSONResponse:
-        problem = problem_for_library_error(exc)
-        if problem.status >= 500:
-            log.warning("%s %s: %s", request.method, _route(request), type(exc).__name__)
-        return _problem_response(problem, request)
+        return _problem_response(library_problem(exc, request.method, _route(request)), request)
 
     @app.exception_handler(RequestValidationError)
     async def on_validation(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -29,19 +29,30 @@ from collections.abc import AsyncIterator
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .keys import Tenant
 from .limits import RateLimiter, send_problem
 from .problems import ProblemError
 from .tenancy import ServerState
 
 __all__ = [
+    "ADMITTED",
+    "Admission",
     "BodyDeadlineMiddleware",
     "DevGuard",
     "HeavyTurns",
     "KeyGate",
+    "bearer_key",
+    "body_by",
+    "body_too_slow",
     "charge_messages",
     "declared_length",
+    "reject",
     "request_cost",
 ]
+
+#: The scope key of a request :mod:`.turn_path` admitted (its tenant) before handing it to
+#: the middleware chain: :class:`KeyGate` lets it through without charging it again.
+ADMITTED = "contextfold.admitted"
 
 #: Seconds before an address over its failed key checks gets its 429.
 BLOCKED_PAUSE = 1.0
@@ -106,35 +117,30 @@ def _client_address(scope: Scope) -> str:
     return str(client[0]) if client else "-"
 
 
-async def _reject(send: Send, scope: Scope, problem: ProblemError) -> None:
+async def reject(send: Send, scope: Scope, problem: ProblemError) -> None:
+    """Answer ``problem`` before the body was read (with ``Connection: close``)."""
     problem.headers.setdefault("Connection", "close")
     await send_problem(send, problem, scope.get("path", ""))
 
 
-class KeyGate:
-    """401 for a ``/v1`` request without a valid key, 429 for an address over its failed
-    attempts, the key's rate charged — all before the body is read. In dev mode
-    (``dev=True``) a request without ``Authorization`` passes (it acts as the dev tenant)."""
+class Admission:
+    """The key check of a ``/v1`` request: the tenant of a valid key with the request
+    charged to the key's rate, else the problem to answer (401; 429 for a key over its
+    rate, or for a client address over its failed attempts). One per app: the failed
+    attempts of an address are counted once, whichever path its requests take."""
 
-    def __init__(self, app: ASGIApp, state: ServerState, *, dev: bool = False) -> None:
-        self.app = app
+    def __init__(self, state: ServerState) -> None:
         self.state = state
-        self.dev = dev
         limits = state.config.limits
         self.failures = RateLimiter(
             limits.failed_auth_per_second, limits.failed_auth_burst, subject="this address"
         )
-        self.heavy = HeavyTurns(limits.heavy_requests_per_tenant)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path = scope.get("path", "")
-        if scope["type"] != "http" or not (path == "/v1" or path.startswith("/v1/")):
-            await self.app(scope, receive, send)
-            return
-        key = _bearer(scope)
-        if key is None and self.dev:
-            await self.app(scope, receive, send)
-            return
+    async def admit(self, scope: Scope, key: str | None) -> Tenant | ProblemError:
+        """The tenant of ``key`` (the request's bearer key, None without one) with the
+        request charged to its rate by its declared size, or the problem to reject the
+        request with (sent with ``Connection: close``; an address over its failed
+        attempts gets its 429 after :data:`BLOCKED_PAUSE`)."""
         address = _client_address(scope)
         if self.failures.exhausted(address):
             # over its failed attempts: only keys valid before are looked up
@@ -146,39 +152,70 @@ class KeyGate:
                     # answered after a pause: a client that floods one request after
                     # another slows itself down, not the server (no work while it waits)
                     await asyncio.sleep(BLOCKED_PAUSE)
-                    await _reject(send, scope, over)
-                    return
+                    return over
         else:
             tenant = await self.state.keys.resolve(key) if key else None
         if tenant is None:
             try:
                 self.failures.check(address)
-                problem = ProblemError(
-                    401, "unauthorized", _UNAUTHORIZED,
-                    headers={"WWW-Authenticate": 'Bearer realm="contextfold"'},
-                )
             except ProblemError as over:
-                problem = over
-            await _reject(send, scope, problem)
-            return
-        limits = self.state.config.limits
-        size = declared_length(scope)
-        try:
-            await self.state.limiter.acheck(
-                tenant.key_id, cost=request_cost(size, limits.cost_bytes_per_token)
+                return over
+            return ProblemError(
+                401, "unauthorized", _UNAUTHORIZED,
+                headers={"WWW-Authenticate": 'Bearer realm="contextfold"'},
             )
+        limits = self.state.config.limits
+        cost = request_cost(declared_length(scope), limits.cost_bytes_per_token)
+        try:
+            await self.state.limiter.acheck(tenant.key_id, cost=cost)
         except ProblemError as over:
-            await _reject(send, scope, over)
-            return
-        scope.setdefault("state", {})["tenant"] = tenant
-        if size <= limits.heavy_request_bytes:
+            return over
+        return tenant
+
+
+class KeyGate:
+    """401 for a ``/v1`` request without a valid key, 429 for an address over its failed
+    attempts, the key's rate charged (:class:`Admission`) — all before the body is read. In
+    dev mode (``dev=True``) a request without ``Authorization`` passes (it acts as the dev
+    tenant)."""
+
+    def __init__(
+        self, app: ASGIApp, state: ServerState, *, dev: bool = False,
+        admission: Admission | None = None,
+    ) -> None:
+        self.app = app
+        self.state = state
+        self.dev = dev
+        self.admission = admission or Admission(state)
+        self.heavy = HeavyTurns(state.config.limits.heavy_requests_per_tenant)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or not (path == "/v1" or path.startswith("/v1/")):
             await self.app(scope, receive, send)
             return
-        async with self.heavy.turn(tenant.name):
+        if scope.get(ADMITTED) is not None:  # :mod:`.turn_path` admitted it already
+            await self.app(scope, receive, send)
+            return
+        key = bearer_key(scope)
+        if key is None and self.dev:
+            await self.app(scope, receive, send)
+            return
+        admitted = await self.admission.admit(scope, key)
+        if isinstance(admitted, ProblemError):
+            await reject(send, scope, admitted)
+            return
+        scope.setdefault("state", {})["tenant"] = admitted
+        if declared_length(scope) <= self.state.config.limits.heavy_request_bytes:
+            await self.app(scope, receive, send)
+            return
+        async with self.heavy.turn(admitted.name):
             await self.app(scope, receive, send)
 
 
-def _bearer(scope: Scope) -> str | None:
+def bearer_key(scope: Scope) -> str | None:
+    """The ``Authorization: Bearer`` key ("" for another scheme or none given; None
+    without the header)."""
     for name, value in scope.get("headers", ()):
         if name == b"authorization":
             scheme, _, key = bytes(value).decode("latin-1").partition(" ")
@@ -190,7 +227,7 @@ def _bearer(scope: Scope) -> str | None:
 
 if sys.version_info >= (3, 11):
 
-    async def _by(deadline: float, receive: Receive) -> Message:
+    async def body_by(deadline: float, receive: Receive) -> Message:
         """The next message if it comes before ``deadline`` (event loop time), else
         ``TimeoutError`` — without the task ``wait_for`` makes per call."""
         if deadline <= asyncio.get_running_loop().time():
@@ -200,8 +237,15 @@ if sys.version_info >= (3, 11):
 
 else:  # pragma: no cover - Python 3.10
 
-    async def _by(deadline: float, receive: Receive) -> Message:
+    async def body_by(deadline: float, receive: Receive) -> Message:
         return await asyncio.wait_for(receive(), deadline - asyncio.get_running_loop().time())
+
+
+def body_too_slow(seconds: float) -> ProblemError:
+    """The 408 of a body that did not arrive within ``seconds`` of the headers."""
+    return ProblemError(
+        408, "request_timeout", f"the request body did not arrive within {seconds:g} s"
+    )
 
 
 class BodyDeadlineMiddleware:
@@ -226,13 +270,10 @@ class BodyDeadlineMiddleware:
             if done:
                 return await receive()
             try:
-                message = await _by(deadline, receive)
+                message = await body_by(deadline, receive)
             except asyncio.TimeoutError:  # (builtin TimeoutError only from 3.11)
                 timed_out = True
-                raise ProblemError(
-                    408, "request_timeout",
-                    f"the request body did not arrive within {self.seconds:g} s",
-                ) from None
+                raise body_too_slow(self.seconds) from None
             if message["type"] != "http.request" or not message.get("more_body", False):
                 done = True
             return message
@@ -249,12 +290,10 @@ class BodyDeadlineMiddleware:
         except ProblemError as exc:
             if not timed_out or started:
                 raise
-            await _reject(send, scope, exc)
+            await reject(send, scope, exc)
             return
         if timed_out and not started:
-            await _reject(send, scope, ProblemError(
-                408, "request_timeout",
-                f"the request body did not arrive within {self.seconds:g} s"))
+            await reject(send, scope, body_too_slow(self.seconds))
 
 
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "[::1]"})

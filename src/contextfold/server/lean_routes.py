@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from fastapi import Request, Response
 from fastapi.routing import APIRoute
 
-__all__ = ["LeanRoute", "Twin", "lean_twin"]
+__all__ = ["LeanRoute", "Twin", "lean_twin", "twin_of"]
 
 #: An endpoint's lean twin: its answer to ``request``, or None to leave it to FastAPI.
 Twin = Callable[[Request], Awaitable[Response | None]]
@@ -40,6 +40,11 @@ def lean_twin(endpoint: Callable[..., Any]) -> Callable[[F], F]:
         return twin
 
     return register
+
+
+def twin_of(endpoint: Callable[..., Any]) -> Twin | None:
+    """``endpoint``'s lean twin, if it has one."""
+    return _TWINS.get(endpoint)
 
 
 class LeanRoute(APIRoute):

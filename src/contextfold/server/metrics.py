@@ -85,6 +85,24 @@ class Metrics:
         children[0].inc()
         children[1].observe(seconds)
 
+    def record(self, scope: Scope, status: int, seconds: float) -> None:
+        """Count and time one answered HTTP request by its route template, and write its
+        access log line (method, route template, status, milliseconds, tenant — no query
+        string, no body)."""
+        route = getattr(scope.get("route"), "path", None) or "unmatched"
+        method = method_label(scope.get("method", ""))
+        self.answered(method, route, status, seconds)
+        if _access.isEnabledFor(logging.INFO):
+            tenant = scope.get("state", {}).get("tenant")
+            _access.info(
+                "%s %s %d %.1fms tenant=%s",
+                method,
+                route,
+                status,
+                seconds * 1000,
+                tenant.name if tenant is not None else "-",
+            )
+
     def fold(self, outcome: FoldOutcome | None) -> None:
         if outcome is None:
             return
@@ -107,8 +125,8 @@ class Metrics:
 
 
 class MetricsMiddleware:
-    """Counts and times every HTTP request by route template; writes the access log line
-    (method, route template, status, milliseconds, tenant — no query string, no body)."""
+    """Counts and times every HTTP request by route template and writes its access log
+    line (:meth:`Metrics.record`)."""
 
     def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
         self.app = app
@@ -130,16 +148,4 @@ class MetricsMiddleware:
         try:
             await self.app(scope, receive, tracking_send)
         finally:
-            elapsed = time.perf_counter() - started
-            route = getattr(scope.get("route"), "path", None) or "unmatched"
-            method = method_label(scope.get("method", ""))
-            self.metrics.answered(method, route, status, elapsed)
-            tenant = scope.get("state", {}).get("tenant")
-            _access.info(
-                "%s %s %d %.1fms tenant=%s",
-                method,
-                route,
-                status,
-                elapsed * 1000,
-                tenant.name if tenant is not None else "-",
-            )
+            self.metrics.record(scope, status, time.perf_counter() - started)

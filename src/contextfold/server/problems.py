@@ -38,6 +38,7 @@ import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import ConfigError, ConflictError, ContextFoldError, StorageError, ValidationError
@@ -48,7 +49,10 @@ __all__ = [
     "Problem",
     "ProblemCode",
     "ProblemError",
+    "answer_bug",
+    "library_problem",
     "problem_for_library_error",
+    "problem_response",
 ]
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
@@ -191,12 +195,38 @@ class InternalErrorMiddleware:
         try:
             await self.app(scope, receive, tracking_send)
         except Exception as exc:  # the one place bugs become 500s
-            route = getattr(scope.get("route"), "path", None) or "unmatched"
-            _log.error("%s %s failed: %s", scope.get("method", ""), route, type(exc).__name__)
-            if started:
-                return  # the response is cut short; the client sees the broken body
-            body = json.dumps(ProblemError(500, "internal_error").body(scope.get("path"))).encode()
-            await send({"type": "http.response.start", "status": 500, "headers": [
-                (b"content-type", PROBLEM_MEDIA_TYPE.encode()),
-                (b"content-length", str(len(body)).encode())]})
-            await send({"type": "http.response.body", "body": body})
+            await answer_bug(scope, send, exc, started=started)
+
+
+async def answer_bug(scope: Scope, send: Send, exc: Exception, *, started: bool) -> None:
+    """A bug's 500 ``internal_error``: one log line (method, route template, exception
+    class), then the answer — unless the response had started (the client sees the broken
+    body)."""
+    route = getattr(scope.get("route"), "path", None) or "unmatched"
+    _log.error("%s %s failed: %s", scope.get("method", ""), route, type(exc).__name__)
+    if started:
+        return
+    body = json.dumps(ProblemError(500, "internal_error").body(scope.get("path"))).encode()
+    await send({"type": "http.response.start", "status": 500, "headers": [
+        (b"content-type", PROBLEM_MEDIA_TYPE.encode()),
+        (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def problem_response(problem: ProblemError, path: str) -> JSONResponse:
+    """The ``application/problem+json`` answer of ``problem`` for the request at ``path``."""
+    return JSONResponse(
+        problem.body(path),
+        status_code=problem.status,
+        media_type=PROBLEM_MEDIA_TYPE,
+        headers=problem.headers,
+    )
+
+
+def library_problem(exc: ContextFoldError, method: str, route: str) -> ProblemError:
+    """:func:`problem_for_library_error`, with a store failure (5xx) logged as one line
+    (method, route template, exception class)."""
+    problem = problem_for_library_error(exc)
+    if problem.status >= 500:
+        _log.warning("%s %s: %s", method, route, type(exc).__name__)
+    return problem

@@ -90,7 +90,8 @@ class StatsOut(BaseModel):
 
     @classmethod
     def of(cls, s: SessionStats) -> StatsOut:
-        return cls(
+        # built from the store's own values (of these types): constructed, not validated
+        return cls.model_construct(
             last_seq=s.last_seq,
             live_count=s.live_count,
             live_tokens=s.live_tokens,
@@ -114,7 +115,7 @@ class SummaryOut(BaseModel):
     def of(cls, s: Summary | None) -> SummaryOut | None:
         if s is None:
             return None
-        return cls(
+        return cls.model_construct(  # the store's own values: not validated again
             text=s.text,
             through_seq=s.through_seq,
             version=s.version,

@@ -137,7 +137,7 @@ def session_stats(row: Sequence[Any]) -> SessionStats:
         through_seq=row[4],
         summary_version=row[5],
         summary_tokens=row[6],
-        pending_calls=tuple(json.loads(row[7])),
+        pending_calls=() if row[7] == "[]" else tuple(json.loads(row[7])),
         last_activity=decode_time(row[8]),
         reported_input_tokens=row[9],
     )

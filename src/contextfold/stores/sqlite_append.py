@@ -13,7 +13,7 @@ from datetime import datetime
 from ..policy import SessionStats
 from .base import AppendResult, DueCheck, PreparedMessage, plan_append
 from .rows import MessageDecoder, encode_time
-from .sqlite_schema import SESSION_COLS, mark_due, session_stats
+from .sqlite_schema import SESSION_COLS, epoch, mark_due, session_stats
 
 __all__ = ["append_messages"]
 
@@ -68,41 +68,47 @@ def append_messages(
         ],
     )
     added = new.live_tokens - stats.live_tokens
+    due_at = due(new) if due is not None else None
     if row is None:
         (key,) = conn.execute(
             "SELECT coalesce(max(search_key), 0) + 1 FROM sessions"
         ).fetchone()
         conn.execute(
             "INSERT INTO sessions (session_id, last_seq, live_count, live_tokens, "
-            "pending_calls, last_activity, created_at, search_key) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "pending_calls, last_activity, created_at, search_key, due_at, due_seq) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 session_id,
                 new.last_seq,
                 len(fresh),
                 added,
-                json.dumps(new.pending_calls),
+                _calls_json(new.pending_calls),
                 stamp,
                 stamp,
                 key,
+                epoch(due_at),
+                -1 if due_at is None else new.last_seq,
             ),
         )
-    else:
-        conn.execute(
-            "UPDATE sessions SET last_seq = ?, live_count = live_count + ?, "
-            "live_tokens = live_tokens + ?, pending_calls = ?, last_activity = ? "
-            "WHERE session_id = ?",
-            (
-                new.last_seq,
-                len(fresh),
-                added,
-                json.dumps(new.pending_calls),
-                stamp,
-                session_id,
-            ),
-        )
-    _mark(conn, session_id, plan.result, due)
+        return plan.result
+    values = {"sid": session_id, "last": new.last_seq, "count": len(fresh), "tokens": added,
+              "calls": _calls_json(new.pending_calls), "at": stamp, "due": epoch(due_at)}
+    conn.execute(
+        "UPDATE sessions SET last_seq = :last, live_count = live_count + :count, "
+        "live_tokens = live_tokens + :tokens, pending_calls = :calls, last_activity = :at"
+        # the due mark, as mark_due sets it (unless a newer one is there)
+        + ("" if due_at is None else
+           ", due_at = CASE WHEN due_seq <= :last THEN :due ELSE due_at END"
+           ", due_seq = CASE WHEN due_seq <= :last THEN :last ELSE due_seq END")
+        + " WHERE session_id = :sid",
+        values,
+    )
     return plan.result
+
+
+def _calls_json(calls: Sequence[str]) -> str:
+    """The pending tool call ids as stored (JSON; most turns have none)."""
+    return json.dumps(list(calls)) if calls else "[]"
 
 
 def _mark(
