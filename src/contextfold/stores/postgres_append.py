@@ -2,6 +2,15 @@
 it on the first append), adds the new messages with their full-text ``search`` column
 (:mod:`.postgres_search`) and moves the running totals.
 
+Most appends take a shorter way (:func:`fast_append`): one statement, with no transaction
+held open across round trips. The process plans the append against the totals it last saw
+of the session (:class:`KnownStats`) — seqs, sequence rules, new totals, the due mark —
+and the statement writes it only if the session's row, locked, still holds exactly those
+totals and none of the batch's client ids is stored; else it writes nothing and returns
+the row as it is, and the append is planned again on it (or, for a retried id, a first
+append or a batch the rules refuse, done by the transaction above). The unique index on
+client ids stands behind the check: a statement that would store an id twice fails whole.
+
 Appends to one session run one at a time (the row lock). Within a process at most two of
 them hold a pooled connection (:class:`AppendTurns`): the one holding the lock and the next,
 already waiting for it in the database; the rest wait here. An append waiting for the row
@@ -14,18 +23,32 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import Any
+from functools import partial
+from typing import Any, NamedTuple
 
+from ..errors import ValidationError
+from ..policy import SessionStats
 from .base import AppendResult, DueCheck, PreparedMessage, plan_append
 from .postgres_leases import mark_due
 from .postgres_schema import SESSION_COLS
 from .rows import MessageDecoder, session_stats
 from .search import index_text
 
-__all__ = ["AppendTurns", "NothingToWrite", "append_messages", "lock_session"]
+__all__ = [
+    "AppendTurns",
+    "FastAppend",
+    "KnownStats",
+    "NothingToWrite",
+    "append_in_one_statement",
+    "append_messages",
+    "fast_append",
+    "lock_session",
+    "plan_fast_append",
+]
 
 
 class AppendTurns:
@@ -83,7 +106,9 @@ async def append_messages(
     """Append ``items`` to ``session_id`` in the caller's transaction (messages whose
     client id is stored already are not written again), with the due mark ``due`` asks
     for (see :data:`~.base.DueCheck`). Raises :class:`NothingToWrite` when nothing was
-    new and the session did not exist: the caller rolls back."""
+    new and the session did not exist: the caller rolls back. Once the row is locked,
+    a batch of new ids is written by :data:`FAST_APPEND` planned on it (one round trip);
+    stored ids are looked up and skipped, row by row."""
     row = await lock_session(conn, session_id, SESSION_COLS)
     if row is None:  # a first append; a concurrent one may be creating it too
         await conn.execute(
@@ -93,6 +118,11 @@ async def append_messages(
         )
         row = await lock_session(conn, session_id, SESSION_COLS)
     stats = session_stats(row)
+    fast = plan_fast_append(stats, decoder, search_config, items, now, due)
+    if fast is not None:  # planned on the locked row: written unless an id is stored
+        found = await fast_append(conn, fast.params)
+        if found is not None and found[1]:
+            return fast.result
     wanted = [i.message.id for i in items if i.message.id is not None]
     known: dict[str, int] = {}
     if wanted and stats.last_seq:
@@ -147,3 +177,163 @@ async def _mark(conn: Any, session_id: str, result: AppendResult, due: DueCheck 
     due_at = due(result.stats)
     if due_at is not None:
         await mark_due(conn, session_id, due_at, result.stats.last_seq)
+
+
+class KnownStats:
+    """The totals this process last saw of each of the ``size`` most recent sessions: what
+    :func:`fast_append` plans on. Stale is fine (the statement checks them); it only
+    costs a second try."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._stats: OrderedDict[str, SessionStats] = OrderedDict()
+
+    def get(self, session_id: str) -> SessionStats | None:
+        return self._stats.get(session_id)
+
+    def put(self, stats: SessionStats) -> None:
+        self._stats[stats.session_id] = stats
+        self._stats.move_to_end(stats.session_id)
+        if len(self._stats) > self.size:
+            self._stats.popitem(last=False)
+
+    def forget(self, session_id: str) -> None:
+        self._stats.pop(session_id, None)
+
+
+#: The append in one statement: lock the session's row; write the planned rows, totals
+#: and due mark only if the row holds the totals the plan was made on and no client id of
+#: the batch is stored; return the row as it was (before the write) either way.
+FAST_APPEND = f"""
+WITH cur AS (
+    SELECT {SESSION_COLS} FROM sessions WHERE session_id = %(sid)s FOR UPDATE
+), known AS (
+    SELECT EXISTS (SELECT 1 FROM messages WHERE session_id = %(sid)s
+                   AND client_id = ANY(%(ids)s::text[])) AS k
+), ok AS (
+    SELECT 1 FROM cur, known WHERE NOT known.k
+    AND cur.last_seq = %(e_last)s AND cur.live_count = %(e_count)s
+    AND cur.live_tokens = %(e_tokens)s AND cur.through_seq = %(e_through)s
+    AND cur.summary_version = %(e_version)s AND cur.summary_tokens = %(e_summary)s
+    AND cur.pending_calls::jsonb = %(e_pending)s::jsonb
+    AND cur.reported_input_tokens IS NOT DISTINCT FROM %(e_reported)s
+), ins AS (
+    INSERT INTO messages (session_id, seq, client_id, role, body, tokens, created_at, search)
+    SELECT %(sid)s, v.seq, v.client_id, v.role, v.body, v.tokens, %(now)s,
+           to_tsvector(%(config)s::regconfig, v.text)
+    FROM ok, unnest(%(seqs)s::bigint[], %(cids)s::text[], %(roles)s::text[],
+                    %(bodies)s::text[], %(tokens)s::int[], %(texts)s::text[])
+         AS v(seq, client_id, role, body, tokens, text)
+), upd AS (
+    UPDATE sessions SET last_seq = %(last)s, live_count = %(count)s,
+        live_tokens = %(live_tokens)s, pending_calls = %(pending)s, last_activity = %(now)s,
+        due_at = CASE WHEN %(mark)s AND due_seq <= %(last)s THEN %(due_at)s ELSE due_at END,
+        due_seq = CASE WHEN %(mark)s AND due_seq <= %(last)s THEN %(last)s ELSE due_seq END
+    FROM ok WHERE session_id = %(sid)s
+    RETURNING 1
+)
+SELECT cur.*, (SELECT count(*) FROM upd), (SELECT k FROM known) FROM cur
+"""
+
+
+class FastAppend(NamedTuple):
+    """An append planned on known totals: the statement's parameters and its result."""
+
+    params: dict[str, Any]
+    result: AppendResult
+
+
+def plan_fast_append(
+    expect: SessionStats,
+    decoder: MessageDecoder,
+    search_config: str,
+    items: Sequence[PreparedMessage],
+    now: datetime,
+    due: DueCheck | None,
+) -> FastAppend | None:
+    """The append of ``items`` to a session holding ``expect``, for :data:`FAST_APPEND`;
+    None when it is not one for the short way (a client id repeated in the batch, or a
+    batch the sequence rules refuse on ``expect``: the transaction decides, as stored)."""
+    try:
+        plan = plan_append(expect, items, {}, now)
+    except ValidationError:
+        return None
+    if len(plan.fresh) != len(items):
+        return None
+    sid, new = expect.session_id, plan.result.stats
+    due_at = due(new) if due is not None else None
+    messages = [(s, i.message, i.tokens) for s, i in plan.fresh]
+    params = {
+        "sid": sid,
+        "ids": [m.id for _, m, _ in messages if m.id is not None],
+        "e_last": expect.last_seq,
+        "e_count": expect.live_count,
+        "e_tokens": expect.live_tokens,
+        "e_through": expect.through_seq,
+        "e_version": expect.summary_version,
+        "e_summary": expect.summary_tokens,
+        "e_pending": json.dumps(expect.pending_calls),
+        "e_reported": expect.reported_input_tokens,
+        "now": now,
+        "config": search_config,
+        "seqs": [s for s, _, _ in messages],
+        "cids": [m.id for _, m, _ in messages],
+        "roles": [m.role for _, m, _ in messages],
+        "bodies": [decoder.encode(sid, s, m, t) for s, m, t in messages],
+        "tokens": [t for _, _, t in messages],
+        "texts": [index_text(m) for _, m, _ in messages],
+        "last": new.last_seq,
+        "count": new.live_count,
+        "live_tokens": new.live_tokens,
+        "pending": json.dumps(new.pending_calls),
+        "mark": due_at is not None,
+        "due_at": due_at,
+    }
+    return FastAppend(params, plan.result)
+
+
+async def fast_append(conn: Any, params: dict[str, Any]) -> tuple[SessionStats, bool, bool] | None:
+    """Run :data:`FAST_APPEND` (its own transaction): the session's totals as they were,
+    whether the append was written, and whether a client id of the batch is stored;
+    None when the session does not exist."""
+    cur = await conn.execute(FAST_APPEND, params)
+    row = await cur.fetchone()
+    if row is None:
+        return None
+    return session_stats(row), bool(row[-2]), bool(row[-1])
+
+
+async def append_in_one_statement(
+    one: Callable[[Callable[[Any], Awaitable[Any]]], Awaitable[Any]],
+    read_stats: Callable[[str], Awaitable[SessionStats | None]],
+    known: KnownStats,
+    decoder: MessageDecoder,
+    search_config: str,
+    session_id: str,
+    items: Sequence[PreparedMessage],
+    now: datetime,
+    due: DueCheck | None,
+) -> AppendResult | None:
+    """The append as :data:`FAST_APPEND` (``one`` runs a statement on a connection of its
+    own), planned on the totals ``known`` holds of the session — read first if it holds
+    none — or on the ones the statement found when they had moved; None: the transaction's
+    way (a stored client id, a first append, a batch refused as planned, or the totals
+    moving twice)."""
+    expect = known.get(session_id) or await read_stats(session_id)
+    for _ in range(2):
+        if expect is None:
+            return None
+        plan = plan_fast_append(expect, decoder, search_config, items, now, due)
+        if plan is None:
+            return None
+        found = await one(partial(fast_append, params=plan.params))
+        if found is None:
+            known.forget(session_id)
+            return None
+        expect, written, stored_ids = found
+        if written:
+            return plan.result
+        known.put(expect)
+        if stored_ids:
+            return None
+    return None
