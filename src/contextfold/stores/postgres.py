@@ -10,9 +10,10 @@ processes may call it at once.
 Locking: a write locks its ``sessions`` row first (``FOR UPDATE``; a group of fold
 commits locks its rows in session id order), then messages, so locks are taken in one
 order and held for a few statements. No transaction spans a summarizer call, so an append
-waits for another short transaction at most, never for a fold. The append transaction
-is in :mod:`.postgres_append`; fold commits, and their grouping, in
-:mod:`.postgres_commits`; due marks and leases (server clock, ``SKIP LOCKED`` claims) in
+waits for another short transaction at most, never for a fold. The append (one
+statement, or a transaction when that does not fit) is in :mod:`.postgres_append`;
+snapshots from their rows in :mod:`.postgres_snapshots`; fold commits, and their grouping,
+in :mod:`.postgres_commits`; due marks and leases (server clock, ``SKIP LOCKED`` claims) in
 :mod:`.postgres_leases`; search in :mod:`.postgres_search`. Statement, lock and
 idle-in-transaction timeouts are set.
 """
@@ -277,18 +278,16 @@ class PostgresStore:
         turn = nullcontext() if inline() else self._appends.turn(session_id)
         try:
             async with turn:
-                result = await append_in_one_statement(
-                    self._one, self.stats, self._known, self._decoder, self.search_config,
-                    session_id, items, now, due)
+                result = await self._tx(partial(
+                    append_in_one_statement, known=self._known, decoder=self._decoder,
+                    search_config=self.search_config, session_id=session_id, items=items,
+                    now=now, due=due), single=True)
                 if result is None:
                     result = await self._tx(do)
         except NothingToWrite as nothing:
             return nothing.result
         self._known.put(result.stats)
         return result
-
-    async def _one(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
-        return await self._tx(fn, single=True)
 
     async def commit_fold(self, commit: FoldCommit, entry: LedgerEntry) -> Summary:
         """One statement: the compare-and-set update of the session row, the retention

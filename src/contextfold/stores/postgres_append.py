@@ -2,21 +2,23 @@
 it on the first append), adds the new messages with their full-text ``search`` column
 (:mod:`.postgres_search`) and moves the running totals.
 
-Most appends take a shorter way (:func:`fast_append`): one statement, with no transaction
-held open across round trips. The process plans the append against the totals it last saw
-of the session (:class:`KnownStats`) — seqs, sequence rules, new totals, the due mark —
-and the statement writes it only if the session's row, locked, still holds exactly those
-totals and none of the batch's client ids is stored; else it writes nothing and returns
-the row as it is, and the append is planned again on it (or, for a retried id, a first
-append or a batch the rules refuse, done by the transaction above). The unique index on
-client ids stands behind the check: a statement that would store an id twice fails whole.
+Most appends take a shorter way (:func:`append_in_one_statement`): one statement
+(:data:`FAST_APPEND`), with no transaction held open across round trips. The process plans
+the append on the totals it last saw of the session (:class:`KnownStats`) — seqs,
+sequence rules, new totals, the due mark — and the statement writes it only if the
+session's row, locked, still holds exactly those totals and none of the batch's client
+ids is stored; else it writes nothing and returns the row as it is, and the append is
+planned again on that. A retried id, a first append, a batch the rules refuse, or totals
+that moved twice go the transaction's way (which, once it holds the lock, writes new ids
+through the same statement). The unique index on client ids stands behind the check: a
+statement that would store an id twice fails whole.
 
-Appends to one session run one at a time (the row lock). Within a process at most two of
-them hold a pooled connection (:class:`AppendTurns`): the one holding the lock and the next,
-already waiting for it in the database; the rest wait here. An append waiting for the row
-lock held a connection the whole time, so a few busy sessions' appends filled the pool and
-every other request — a context read, an append to a quiet session — waited for a
-connection behind them.
+Appends to one session run one at a time (the row lock). Within a process one at a time
+holds a pooled connection (:class:`AppendTurns`); the rest wait here, and the next plans
+on the totals the last one left, so within a process it is written at the first try. An
+append waiting for the row lock held a connection the whole time, so a few busy sessions'
+appends filled the pool and every other request — a context read, an append to a quiet
+session — waited for a connection behind them.
 """
 
 from __future__ import annotations
@@ -24,10 +26,9 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
-from functools import partial
 from typing import Any, NamedTuple
 
 from ..errors import ValidationError
@@ -35,16 +36,18 @@ from ..policy import SessionStats
 from .base import AppendResult, DueCheck, PreparedMessage, plan_append
 from .postgres_leases import mark_due
 from .postgres_schema import SESSION_COLS
-from .rows import MessageDecoder, session_stats
+from .rows import MessageDecoder, encode_message, session_stats
 from .search import index_text
 
 __all__ = [
     "AppendTurns",
+    "Encoded",
     "FastAppend",
     "KnownStats",
     "NothingToWrite",
     "append_in_one_statement",
     "append_messages",
+    "encode_batch",
     "fast_append",
     "lock_session",
     "plan_fast_append",
@@ -55,7 +58,7 @@ class AppendTurns:
     """At most ``AT_ONCE`` appends per session and event loop of this process hold a
     connection; a session's entry lives while some append to it runs or waits."""
 
-    AT_ONCE = 2
+    AT_ONCE = 1
 
     def __init__(self) -> None:
         self._turns: dict[tuple[object, str], tuple[asyncio.Semaphore, int]] = {}
@@ -118,10 +121,12 @@ async def append_messages(
         )
         row = await lock_session(conn, session_id, SESSION_COLS)
     stats = session_stats(row)
-    fast = plan_fast_append(stats, decoder, search_config, items, now, due)
+    encoded = encode_batch(items)
+    fast = plan_fast_append(stats, encoded, search_config, items, now, due)
     if fast is not None:  # planned on the locked row: written unless an id is stored
         found = await fast_append(conn, fast.params)
         if found is not None and found[1]:
+            encoded.remember(decoder, session_id, fast.result.seqs, items)
             return fast.result
     wanted = [i.message.id for i in items if i.message.id is not None]
     known: dict[str, int] = {}
@@ -201,15 +206,20 @@ class KnownStats:
         self._stats.pop(session_id, None)
 
 
-#: The append in one statement: lock the session's row; write the planned rows, totals
-#: and due mark only if the row holds the totals the plan was made on and no client id of
-#: the batch is stored; return the row as it was (before the write) either way.
+#: The append in one statement: lock the session's row; write the planned rows (a JSON
+#: array of [seq, client id, role, body, tokens, index text]), totals and due mark only
+#: if the row holds the totals the plan was made on and no client id of the batch is
+#: stored; return the row as it was (before the write) either way.
 FAST_APPEND = f"""
 WITH cur AS (
     SELECT {SESSION_COLS} FROM sessions WHERE session_id = %(sid)s FOR UPDATE
+), v AS (
+    SELECT (r->>0)::bigint AS seq, r->>1 AS client_id, r->>2 AS role, r->>3 AS body,
+           (r->>4)::int AS tokens, r->>5 AS text
+    FROM json_array_elements(%(rows)s::json) AS r
 ), known AS (
     SELECT EXISTS (SELECT 1 FROM messages WHERE session_id = %(sid)s
-                   AND client_id = ANY(%(ids)s::text[])) AS k
+                   AND client_id = ANY(ARRAY(SELECT client_id FROM v))) AS k
 ), ok AS (
     SELECT 1 FROM cur, known WHERE NOT known.k
     AND cur.last_seq = %(e_last)s AND cur.live_count = %(e_count)s
@@ -221,9 +231,7 @@ WITH cur AS (
     INSERT INTO messages (session_id, seq, client_id, role, body, tokens, created_at, search)
     SELECT %(sid)s, v.seq, v.client_id, v.role, v.body, v.tokens, %(now)s,
            to_tsvector(%(config)s::regconfig, v.text)
-    FROM ok, unnest(%(seqs)s::bigint[], %(cids)s::text[], %(roles)s::text[],
-                    %(bodies)s::text[], %(tokens)s::int[], %(texts)s::text[])
-         AS v(seq, client_id, role, body, tokens, text)
+    FROM ok, v
 ), upd AS (
     UPDATE sessions SET last_seq = %(last)s, live_count = %(count)s,
         live_tokens = %(live_tokens)s, pending_calls = %(pending)s, last_activity = %(now)s,
@@ -243,29 +251,48 @@ class FastAppend(NamedTuple):
     result: AppendResult
 
 
+class Encoded(NamedTuple):
+    """What a batch writes besides its seqs, made once however many times it is planned:
+    per message (client id, role, row body, tokens, index text)."""
+
+    rows: list[tuple[str | None, str, str, int, str]]
+
+    def remember(self, decoder: MessageDecoder, session_id: str, seqs: Sequence[int],
+                 items: Sequence[PreparedMessage]) -> None:
+        """Tell ``decoder`` the rows as written at ``seqs`` (the next read decodes none)."""
+        for seq, item, row in zip(seqs, items, self.rows, strict=True):
+            decoder.written(session_id, seq, row[2], item.message, row[3])
+
+
+def encode_batch(items: Sequence[PreparedMessage]) -> Encoded:
+    return Encoded([(i.message.id, i.message.role, encode_message(i.message), i.tokens,
+                     index_text(i.message)) for i in items])
+
+
 def plan_fast_append(
     expect: SessionStats,
-    decoder: MessageDecoder,
+    encoded: Encoded,
     search_config: str,
     items: Sequence[PreparedMessage],
     now: datetime,
     due: DueCheck | None,
 ) -> FastAppend | None:
-    """The append of ``items`` to a session holding ``expect``, for :data:`FAST_APPEND`;
-    None when it is not one for the short way (a client id repeated in the batch, or a
-    batch the sequence rules refuse on ``expect``: the transaction decides, as stored)."""
+    """The append of ``items`` (``encoded``) to a session holding ``expect``, for
+    :data:`FAST_APPEND`; None when it is not one for the short way (a client id repeated
+    in the batch, or a batch the sequence rules refuse on ``expect``: the transaction
+    decides, as stored)."""
     try:
         plan = plan_append(expect, items, {}, now)
     except ValidationError:
         return None
     if len(plan.fresh) != len(items):
         return None
-    sid, new = expect.session_id, plan.result.stats
+    new = plan.result.stats
     due_at = due(new) if due is not None else None
-    messages = [(s, i.message, i.tokens) for s, i in plan.fresh]
+    rows = [(seq, *row) for (seq, _), row in zip(plan.fresh, encoded.rows, strict=True)]
     params = {
-        "sid": sid,
-        "ids": [m.id for _, m, _ in messages if m.id is not None],
+        "sid": expect.session_id,
+        "rows": json.dumps(rows, ensure_ascii=False, separators=(",", ":")),
         "e_last": expect.last_seq,
         "e_count": expect.live_count,
         "e_tokens": expect.live_tokens,
@@ -276,12 +303,6 @@ def plan_fast_append(
         "e_reported": expect.reported_input_tokens,
         "now": now,
         "config": search_config,
-        "seqs": [s for s, _, _ in messages],
-        "cids": [m.id for _, m, _ in messages],
-        "roles": [m.role for _, m, _ in messages],
-        "bodies": [decoder.encode(sid, s, m, t) for s, m, t in messages],
-        "tokens": [t for _, _, t in messages],
-        "texts": [index_text(m) for _, m, _ in messages],
         "last": new.last_seq,
         "count": new.live_count,
         "live_tokens": new.live_tokens,
@@ -304,8 +325,7 @@ async def fast_append(conn: Any, params: dict[str, Any]) -> tuple[SessionStats, 
 
 
 async def append_in_one_statement(
-    one: Callable[[Callable[[Any], Awaitable[Any]]], Awaitable[Any]],
-    read_stats: Callable[[str], Awaitable[SessionStats | None]],
+    conn: Any,
     known: KnownStats,
     decoder: MessageDecoder,
     search_config: str,
@@ -314,24 +334,31 @@ async def append_in_one_statement(
     now: datetime,
     due: DueCheck | None,
 ) -> AppendResult | None:
-    """The append as :data:`FAST_APPEND` (``one`` runs a statement on a connection of its
-    own), planned on the totals ``known`` holds of the session — read first if it holds
-    none — or on the ones the statement found when they had moved; None: the transaction's
-    way (a stored client id, a first append, a batch refused as planned, or the totals
-    moving twice)."""
-    expect = known.get(session_id) or await read_stats(session_id)
+    """The append as :data:`FAST_APPEND` on ``conn`` (autocommit: each statement its own
+    transaction), planned on the totals ``known`` holds of the session — read first if it
+    holds none — or on the ones the statement found when they had moved; None: the
+    transaction's way (a stored client id, a first append, a batch refused as planned, or
+    the totals moving twice)."""
+    expect = known.get(session_id)
+    if expect is None:
+        cur = await conn.execute(
+            f"SELECT {SESSION_COLS} FROM sessions WHERE session_id = %s", (session_id,))
+        row = await cur.fetchone()
+        expect = session_stats(row) if row is not None else None
+    encoded = encode_batch(items)
     for _ in range(2):
         if expect is None:
             return None
-        plan = plan_fast_append(expect, decoder, search_config, items, now, due)
+        plan = plan_fast_append(expect, encoded, search_config, items, now, due)
         if plan is None:
             return None
-        found = await one(partial(fast_append, params=plan.params))
+        found = await fast_append(conn, plan.params)
         if found is None:
             known.forget(session_id)
             return None
         expect, written, stored_ids = found
         if written:
+            encoded.remember(decoder, session_id, plan.result.seqs, items)
             return plan.result
         known.put(expect)
         if stored_ids:
