@@ -157,3 +157,41 @@ def test_an_append_takes_one_statement_once_the_session_is_known(pg_url: str) ->
             await store.close()
 
     asyncio.run(main())
+
+
+class CountingCounter:
+    """A token counter that remembers every text it counted."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def count(self, text: str) -> int:
+        self.texts.append(text)
+        return len(text.split())
+
+
+def test_a_resent_history_counts_only_its_new_messages(pg_url: str) -> None:
+    """A framework re-sending the whole history (ids stored, one new message) has only
+    the new one counted, whichever process it reaches."""
+
+    async def main() -> None:
+        here, there = await stores(pg_url, 2)
+        history = [Message(role="user" if n % 2 == 0 else "assistant",
+                           content=f"message number {n}", id=f"h{n}") for n in range(30)]
+        try:
+            for n in range(1, len(history) + 1):
+                counter = CountingCounter()
+                batch = [PreparedMessage(m, counter=counter) for m in history[:n]]
+                result = await (here if n % 3 else there).append("h", batch, T0)
+                assert result.seqs == tuple(range(1, n + 1))
+                assert result.duplicates == n - 1
+                if n > 8:  # a small batch may be counted before its ids are looked up
+                    assert counter.texts == [f"message number {n - 1}"]
+            await totals_add_up(here, "h")
+        finally:
+            await here.close()
+            await there.close()
+
+    asyncio.run(main())

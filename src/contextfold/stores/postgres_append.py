@@ -109,9 +109,10 @@ async def append_messages(
     """Append ``items`` to ``session_id`` in the caller's transaction (messages whose
     client id is stored already are not written again), with the due mark ``due`` asks
     for (see :data:`~.base.DueCheck`). Raises :class:`NothingToWrite` when nothing was
-    new and the session did not exist: the caller rolls back. Once the row is locked,
-    a batch of new ids is written by :data:`FAST_APPEND` planned on it (one round trip);
-    stored ids are looked up and skipped, row by row."""
+    new and the session did not exist: the caller rolls back. Once the row is locked and
+    the batch's stored ids looked up, a batch of new messages is written by
+    :data:`FAST_APPEND` planned on the row (one round trip); else row by row, without
+    the stored ones (which are never counted)."""
     row = await lock_session(conn, session_id, SESSION_COLS)
     if row is None:  # a first append; a concurrent one may be creating it too
         await conn.execute(
@@ -121,13 +122,6 @@ async def append_messages(
         )
         row = await lock_session(conn, session_id, SESSION_COLS)
     stats = session_stats(row)
-    encoded = encode_batch(items)
-    fast = plan_fast_append(stats, encoded, search_config, items, now, due)
-    if fast is not None:  # planned on the locked row: written unless an id is stored
-        found = await fast_append(conn, fast.params)
-        if found is not None and found[1]:
-            encoded.remember(decoder, session_id, fast.result.seqs, items)
-            return fast.result
     wanted = [i.message.id for i in items if i.message.id is not None]
     known: dict[str, int] = {}
     if wanted and stats.last_seq:
@@ -137,6 +131,14 @@ async def append_messages(
             (session_id, wanted),
         )
         known = {cid: seq for cid, seq in await cur.fetchall()}
+    if not known:  # all new: planned on the locked row, written in one statement
+        encoded = encode_batch(items)
+        fast = plan_fast_append(stats, encoded, search_config, items, now, due)
+        if fast is not None:
+            found = await fast_append(conn, fast.params)
+            if found is not None and found[1]:
+                encoded.remember(decoder, session_id, fast.result.seqs, items)
+                return fast.result
     plan = plan_append(stats, items, known, now)
     if not plan.fresh:
         if stats.last_seq == 0:  # nothing stored: do not leave an empty session
@@ -182,6 +184,12 @@ async def _mark(conn: Any, session_id: str, result: AppendResult, due: DueCheck 
     due_at = due(result.stats)
     if due_at is not None:
         await mark_due(conn, session_id, due_at, result.stats.last_seq)
+
+
+#: The largest batch appended in one statement before its stored ids are known: its
+#: messages are counted up front, so a framework re-sending a long history (all but the
+#: newest stored) goes the transaction's way, which counts only the new ones.
+FAST_BATCH = 8
 
 
 class KnownStats:
@@ -337,8 +345,10 @@ async def append_in_one_statement(
     """The append as :data:`FAST_APPEND` on ``conn`` (autocommit: each statement its own
     transaction), planned on the totals ``known`` holds of the session — read first if it
     holds none — or on the ones the statement found when they had moved; None: the
-    transaction's way (a stored client id, a first append, a batch refused as planned, or
-    the totals moving twice)."""
+    transaction's way (a stored client id, a first append, a batch over
+    :data:`FAST_BATCH` or refused as planned, or the totals moving twice)."""
+    if len(items) > FAST_BATCH:
+        return None
     expect = known.get(session_id)
     if expect is None:
         cur = await conn.execute(
