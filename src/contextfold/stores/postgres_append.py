@@ -109,10 +109,10 @@ async def append_messages(
     """Append ``items`` to ``session_id`` in the caller's transaction (messages whose
     client id is stored already are not written again), with the due mark ``due`` asks
     for (see :data:`~.base.DueCheck`). Raises :class:`NothingToWrite` when nothing was
-    new and the session did not exist: the caller rolls back. Once the row is locked and
-    the batch's stored ids looked up, a batch of new messages is written by
-    :data:`FAST_APPEND` planned on the row (one round trip); else row by row, without
-    the stored ones (which are never counted)."""
+    new and the session did not exist: the caller rolls back. Once the row is locked, a
+    batch of new messages is written by :data:`FAST_APPEND` planned on the row (one round
+    trip; a batch over :data:`FAST_BATCH` only once its stored ids are looked up); else
+    row by row, without the stored ones (which a large batch never counts)."""
     row = await lock_session(conn, session_id, SESSION_COLS)
     if row is None:  # a first append; a concurrent one may be creating it too
         await conn.execute(
@@ -123,15 +123,12 @@ async def append_messages(
         row = await lock_session(conn, session_id, SESSION_COLS)
     stats = session_stats(row)
     wanted = [i.message.id for i in items if i.message.id is not None]
+    lookup = bool(wanted and stats.last_seq)
     known: dict[str, int] = {}
-    if wanted and stats.last_seq:
-        cur = await conn.execute(
-            "SELECT client_id, seq FROM messages WHERE session_id = %s "
-            "AND client_id = ANY(%s)",
-            (session_id, wanted),
-        )
-        known = {cid: seq for cid, seq in await cur.fetchall()}
-    if not known:  # all new: planned on the locked row, written in one statement
+    if lookup and len(items) > FAST_BATCH:  # counted only once known to be new
+        known = await _stored_ids(conn, session_id, wanted)
+        lookup = False
+    if not known:  # planned on the locked row, written in one statement unless stored
         encoded = encode_batch(items)
         fast = plan_fast_append(stats, encoded, search_config, items, now, due)
         if fast is not None:
@@ -139,6 +136,8 @@ async def append_messages(
             if found is not None and found[1]:
                 encoded.remember(decoder, session_id, fast.result.seqs, items)
                 return fast.result
+        if lookup:
+            known = await _stored_ids(conn, session_id, wanted)
     plan = plan_append(stats, items, known, now)
     if not plan.fresh:
         if stats.last_seq == 0:  # nothing stored: do not leave an empty session
@@ -175,6 +174,15 @@ async def append_messages(
     )
     await _mark(conn, session_id, plan.result, due)
     return plan.result
+
+
+async def _stored_ids(conn: Any, session_id: str, wanted: list[str]) -> dict[str, int]:
+    """Client id -> seq of the ``wanted`` ids the session has stored."""
+    cur = await conn.execute(
+        "SELECT client_id, seq FROM messages WHERE session_id = %s AND client_id = ANY(%s)",
+        (session_id, wanted),
+    )
+    return {cid: seq for cid, seq in await cur.fetchall()}
 
 
 async def _mark(conn: Any, session_id: str, result: AppendResult, due: DueCheck | None) -> None:
