@@ -151,3 +151,30 @@ def test_a_refused_key_is_refused_without_asking_again() -> None:
     calls = source.calls
     assert all(buckets.take("k", 1.0) > 0 for _ in range(50))
     assert source.calls == calls  # the refusal stood until the bucket could refill
+
+
+@pytest.mark.postgres
+def test_a_postgresql_lease_takes_what_the_sqlite_one_takes(tmp_path: Path) -> None:
+    """PostgreSQL leases from a bucket's row in one statement (SQLite: a transaction of
+    two): the same calls take and report the same tokens, the refill capped at the burst,
+    a clock going back never adding any."""
+    from tests.pg_database import fresh_database
+
+    calls = [  # (want, least, now)
+        (10.0, 10.0, 100.0), (30.0, 30.0, 100.0), (5.0, 1.0, 100.1), (5.0, 5.0, 100.2),
+        (5.0, 1.0, 99.0), (40.0, 40.0, 200.0), (12.5, 12.5, 200.5), (12.5, 0.5, 200.5),
+        (3.0, 3.0, 200.6),
+    ]
+    sqlite = open_catalog(f"sqlite:///{tmp_path / 'limits.db'}")
+    with fresh_database("contextfold_limits") as url:
+        pg = open_catalog(url)
+        try:
+            for want, least, now in calls:
+                expected = sqlite.lease_tokens("b", want=want, least=least, rate=RATE,
+                                               burst=float(BURST), now=now)
+                got = pg.lease_tokens("b", want=want, least=least, rate=RATE,
+                                      burst=float(BURST), now=now)
+                assert got == pytest.approx(expected), (want, least, now)
+        finally:
+            pg.close()
+            sqlite.close()

@@ -72,6 +72,23 @@ _SCHEMA = (
 )
 
 
+#: ``Catalog.lease_tokens`` on PostgreSQL for a bucket that has a row: refill and take in
+#: one statement (the row locked while it runs); (tokens taken, tokens it had), no row
+#: for a new bucket (the two-statement transaction makes it).
+_PG_LEASE = """
+WITH had AS (
+    SELECT LEAST(%(burst)s, tokens + GREATEST(0, %(now)s - updated_at) * %(rate)s) AS t,
+           GREATEST(updated_at, %(now)s) AS at
+    FROM cf_server_rate_buckets WHERE bucket = %(bucket)s FOR UPDATE
+), take AS (
+    SELECT t, at, CASE WHEN t >= %(want)s THEN %(want)s WHEN t >= %(least)s THEN t ELSE 0 END
+           AS n FROM had
+)
+UPDATE cf_server_rate_buckets b SET tokens = take.t - take.n, updated_at = take.at
+FROM take WHERE b.bucket = %(bucket)s RETURNING take.n, take.t
+"""
+
+
 @dataclass(frozen=True, slots=True)
 class KeyRecord:
     key_id: str
@@ -236,8 +253,14 @@ class Catalog:
             " RETURNING tokens"
         )
         spend = self._sql("UPDATE cf_server_rate_buckets SET tokens = tokens - ? WHERE bucket = ?")
+        args: Any = {"bucket": bucket, "want": want, "least": least, "rate": rate, "burst": burst,
+                "now": now}
 
         def run(conn: _Connection) -> tuple[float, float]:
+            if self._ph == "%s":  # PostgreSQL: a bucket's row there is leased in one statement
+                one = conn.execute(_PG_LEASE, args).fetchone()
+                if one is not None:
+                    return float(one[0]), float(one[1])
             with _transaction(conn):
                 row = conn.execute(refill, (bucket, burst, now, burst, now, rate, now)).fetchone()
                 had = float(row[0])

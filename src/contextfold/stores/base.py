@@ -87,7 +87,8 @@ class PreparedMessage:
 
     Give ``tokens``, or a ``counter`` to count the message when a store first asks: a
     store asks only for the messages it writes, so an append whose client ids are stored
-    already (a framework re-sending its history) counts nothing."""
+    already (a framework re-sending its history) counts nothing (PostgreSQL may count a
+    batch of a few messages before it finds them stored)."""
 
     __slots__ = ("_counter", "_tokens", "message")
 

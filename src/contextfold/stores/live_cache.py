@@ -40,25 +40,54 @@ class LiveCache:
         self, session_id: str, created: Any, stats: SessionStats, after: int,
         rows: Iterable[StoredMessage],
     ) -> LiveWindow | None:
-        """The live window from the cached list and ``rows`` (the live rows with ``seq``
-        above ``after``); None when the cache no longer fits the session (re-created, or
-        read with a stale ``after``): read all its live rows again (``after`` 0)."""
+        """The live window of a snapshot (``stats``) from the cached list and ``rows`` (its
+        live rows with ``seq`` above ``after``); None when they do not make it up
+        (re-created session, a fold or rows the cache does not hold): read all its live
+        rows again (``after`` 0).
+
+        Reads of one session overlap (several requests, one process): the list may have
+        moved since ``after`` was taken from it. The window is seqs ``through_seq + 1 ..
+        last_seq``, every one once, so cached rows up to the list's last seq and read rows
+        above it make it up whenever they join without a gap; a read older than the list
+        takes its part of the list and leaves the list as it is."""
         cached = self._lists.get(session_id)
-        live: list[StoredMessage] = []
-        if after:
-            if cached is None or cached[0] != created or cached[1] != after or (
-                    after > stats.last_seq):
-                self._lists.pop(session_id, None)
-                return None
-            old = cached[2]
-            k = bisect_right(old, stats.through_seq, key=attrgetter("seq"))
-            live = old[k:] if k else old
-        live.extend(rows)
-        self._lists[session_id] = (created, stats.last_seq, live)
+        if not after:
+            live = list(rows)
+            self._keep(session_id, created, stats.last_seq, live)
+            return LiveWindow(live, len(live))
+        if cached is None or cached[0] != created:
+            self._lists.pop(session_id, None)
+            return None
+        last, old = cached[1], cached[2]
+        lo, hi = stats.through_seq, stats.last_seq
+        k = bisect_right(old, lo, key=attrgetter("seq"))
+        if hi < last:  # an older snapshot than the list's: its prefix, the list unchanged
+            n = bisect_right(old, hi, key=attrgetter("seq"))
+            live = old[k:n]
+            return LiveWindow(live, len(live)) if _spans(live, lo, hi) else None
+        live = old[k:] if k else old
+        start = len(live)
+        live.extend(r for r in rows if r.seq > last)
+        if not _spans(live, lo, hi):
+            del live[start:]  # (the list itself when ``k`` is 0: leave it as it was)
+            return None
+        self._keep(session_id, created, hi, live)
+        return LiveWindow(live, len(live))
+
+    def _keep(self, session_id: str, created: Any, last: int,
+              live: list[StoredMessage]) -> None:
+        self._lists[session_id] = (created, last, live)
         self._lists.move_to_end(session_id)
         if len(self._lists) > self.size:
             self._lists.popitem(last=False)
-        return LiveWindow(live, len(live))
 
     def forget(self, session_id: str) -> None:
         self._lists.pop(session_id, None)
+
+
+def _spans(live: list[StoredMessage], lo: int, hi: int) -> bool:
+    """True when ``live`` is exactly seqs ``lo + 1 .. hi`` (sorted, so its ends and its
+    length tell)."""
+    if not live:
+        return hi <= lo
+    return live[0].seq == lo + 1 and live[-1].seq == hi and len(live) == hi - lo

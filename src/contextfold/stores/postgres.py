@@ -10,9 +10,10 @@ processes may call it at once.
 Locking: a write locks its ``sessions`` row first (``FOR UPDATE``; a group of fold
 commits locks its rows in session id order), then messages, so locks are taken in one
 order and held for a few statements. No transaction spans a summarizer call, so an append
-waits for another short transaction at most, never for a fold. The append transaction
-is in :mod:`.postgres_append`; fold commits, and their grouping, in
-:mod:`.postgres_commits`; due marks and leases (server clock, ``SKIP LOCKED`` claims) in
+waits for another short transaction at most, never for a fold. The append (one
+statement, or a transaction when that does not fit) is in :mod:`.postgres_append`;
+snapshots from their rows in :mod:`.postgres_snapshots`; fold commits, and their grouping,
+in :mod:`.postgres_commits`; due marks and leases (server clock, ``SKIP LOCKED`` claims) in
 :mod:`.postgres_leases`; search in :mod:`.postgres_search`. Statement, lock and
 idle-in-transaction timeouts are set.
 """
@@ -23,6 +24,7 @@ import asyncio
 import re
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import nullcontext
 from datetime import datetime
 from functools import partial
 from typing import Any, TypeVar, cast
@@ -47,7 +49,14 @@ from .base import (
     keeps_summary_text,
 )
 from .live_cache import LiveCache
-from .postgres_append import AppendTurns, NothingToWrite, append_messages, lock_session
+from .postgres_append import (
+    AppendTurns,
+    KnownStats,
+    NothingToWrite,
+    append_in_one_statement,
+    append_messages,
+    lock_session,
+)
 from .postgres_commits import COMMIT_FOLD, COMMIT_FOLDS, CommitGroup, explain_commit_miss
 from .postgres_schema import (
     LEDGER_INSERT,
@@ -67,6 +76,7 @@ from .postgres_search import (
     fetch_messages,
     search_messages,
 )
+from .postgres_snapshots import snapshot_from_rows, snapshots_from_rows
 from .rows import (
     LEDGER_COLUMNS,
     LedgerTotals,
@@ -155,6 +165,7 @@ class PostgresStore:
         self._term_stats = TermStats()
         self._live = LiveCache()
         self._appends = AppendTurns()
+        self._known = KnownStats()
         self._commits = CommitGroup(self._commit_one, self._commit_many)
 
     def __repr__(self) -> str:
@@ -263,13 +274,20 @@ class PostgresStore:
                 conn, self._decoder, self.search_config, session_id, items, now, due
             )
 
+        # the sync front runs one step at a time in its thread anyway: no turns there
+        turn = nullcontext() if inline() else self._appends.turn(session_id)
         try:
-            if inline():  # the sync front: one step at a time in its thread anyway
-                return await self._tx(do)
-            async with self._appends.turn(session_id):
-                return await self._tx(do)
+            async with turn:
+                result = await self._tx(partial(
+                    append_in_one_statement, known=self._known, decoder=self._decoder,
+                    search_config=self.search_config, session_id=session_id, items=items,
+                    now=now, due=due), single=True)
+                if result is None:
+                    result = await self._tx(do)
         except NothingToWrite as nothing:
             return nothing.result
+        self._known.put(result.stats)
+        return result
 
     async def commit_fold(self, commit: FoldCommit, entry: LedgerEntry) -> Summary:
         """One statement: the compare-and-set update of the session row, the retention
@@ -346,6 +364,7 @@ class PostgresStore:
                 )
             return True
 
+        self._known.forget(session_id)
         return await self._tx(do)
 
     async def vault_get(self, session_id: str) -> dict[str, str]:
@@ -406,7 +425,12 @@ class PostgresStore:
             row = await cur.fetchone()
             return session_stats(row) if row else None
 
-        return await self._tx(do, single=True)
+        stats = await self._tx(do, single=True)
+        if stats is None:
+            self._known.forget(session_id)
+        else:
+            self._known.put(stats)
+        return stats
 
     async def snapshot(self, session_id: str) -> Snapshot | None:
         """One statement (totals, summary and live rows from the same snapshot), reading
@@ -417,49 +441,20 @@ class PostgresStore:
                                           params=(after, session_id)), single=True)
             if not rows:
                 self._live.forget(session_id)
+                self._known.forget(session_id)
                 return None
-            first = rows[0]
-            stats = session_stats(first)
-            summary = None
-            if first[10] is not None:
-                summary = Summary(first[10], stats.through_seq, stats.summary_version,
-                                  stats.summary_tokens, first[11])
-            decode = self._decoder.decode
-            live = self._live.merge(session_id, first[15], stats, after, (
-                decode(session_id, r[12], r[13], r[14]) for r in rows if r[12] is not None))
-            if live is not None:
-                return Snapshot(stats, summary, live)
+            snap = snapshot_from_rows(rows, after, self._live, self._decoder)
+            if snap is not None:
+                self._known.put(snap.stats)
+                return snap
             after = 0  # the cached list no longer fits: read them all
 
     async def snapshots(self, session_ids: Sequence[str]) -> dict[str, Snapshot]:
-        return await self._snapshots(SNAPSHOT_MANY, list(session_ids)) if session_ids else {}
-
-    async def _snapshots(self, query: str, param: str | list[str]) -> dict[str, Snapshot]:
-        async def do(conn: Conn) -> dict[str, Snapshot]:
-            # One statement, so totals, summary and live rows come from the same snapshot.
-            cur = await conn.execute(query, (param,))
-            out: dict[str, Snapshot] = {}
-            lives: dict[str, list[StoredMessage]] = {}
-            for row in await cur.fetchall():
-                sid = row[0]
-                snap = out.get(sid)
-                if snap is None:
-                    stats = session_stats(row)
-                    summary = None
-                    if row[10] is not None:
-                        summary = Summary(
-                            row[10],
-                            stats.through_seq,
-                            stats.summary_version,
-                            stats.summary_tokens,
-                            row[11],
-                        )
-                    snap = out[sid] = Snapshot(stats, summary, lives.setdefault(sid, []))
-                if row[12] is not None:
-                    lives[sid].append(self._decoder.decode(sid, row[12], row[13], row[14]))
-            return out
-
-        return await self._tx(do, single=True)
+        if not session_ids:
+            return {}
+        rows = await self._tx(partial(_fetchall, query=SNAPSHOT_MANY,
+                                      params=(list(session_ids),)), single=True)
+        return snapshots_from_rows(rows, self._decoder)
 
     async def live(self, session_id: str) -> list[StoredMessage]:
         return await self.messages(session_id, include_folded=False)

@@ -90,6 +90,12 @@ class MessageDecoder:
         self._keep(session_id, seq, body, StoredMessage(seq, message, tokens))
         return body
 
+    def written(self, session_id: str, seq: int, body: str, message: Message,
+                tokens: int) -> None:
+        """Remember a row written with ``body`` (made by :func:`encode_message`), as
+        :meth:`encode` does."""
+        self._keep(session_id, seq, body, StoredMessage(seq, message, tokens))
+
     def _keep(self, session_id: str, seq: int, body: str, stored: StoredMessage) -> None:
         if len(self._cache) >= self.max_entries:
             self._cache.clear()
