@@ -113,6 +113,19 @@ def test_fold_workers_run_below_the_servers_cpu_priority(served: Served) -> None
         assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, server + 10)
 
 
+def test_fold_workers_share_the_servers_session_in_a_group_of_their_own(
+    served: Served,
+) -> None:
+    """In a session of its own a worker's nice would rank it only against itself (Linux
+    autogroup scheduling gives each session an equal share): it shares the server's
+    session, and a terminal's Ctrl-C (to the server's process group) does not reach it."""
+    workers = wait_for(lambda: fold_workers_of(served.process.pid))
+    assert isinstance(workers, list)
+    for pid in workers:
+        assert os.getsid(pid) == os.getsid(served.process.pid)
+        assert os.getpgid(pid) == pid != os.getpgid(served.process.pid)
+
+
 def test_a_killed_fold_worker_is_restarted_and_loses_nothing(served: Served) -> None:
     first = wait_for(lambda: fold_workers_of(served.process.pid))
     assert isinstance(first, list) and len(first) == 1

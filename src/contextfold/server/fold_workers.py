@@ -168,8 +168,7 @@ class FoldSupervisor:
             child = subprocess.Popen(
                 [sys.executable, "-m", "contextfold.server.fold_workers"],
                 env=env, stdin=subprocess.DEVNULL,
-                start_new_session=True,  # a terminal's Ctrl-C is the server's to handle
-                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+                preexec_fn=_background_child if os.name == "posix" else None,
             )
             self._children[n] = child
             self.started += 1
@@ -229,13 +228,21 @@ def _exit_name(code: int) -> str:
     return str(code)
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
-    """Linux: SIGTERM this process when the thread that started it dies (the server)."""
-    import ctypes
+def _background_child() -> None:  # pragma: no cover - runs in the child before exec
+    """POSIX, in the worker before exec: a process group of its own, so a terminal's
+    Ctrl-C is the server's to handle — but the server's session, so its ``nice`` ranks it
+    below the server. (In a session of its own, Linux's autogroup scheduling would give
+    the worker as much CPU as the server's whole session, whatever its nice value.) It
+    writes its log to the server's terminal even with ``stty tostop``. Linux: SIGTERM when
+    the thread that started it dies (the server)."""
+    os.setpgid(0, 0)
+    signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        import ctypes
 
-    pr_set_pdeathsig = 1
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+        pr_set_pdeathsig = 1
+        with contextlib.suppress(Exception):
+            ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
 async def _watch_parent(worker: Worker, parent: int) -> None:
