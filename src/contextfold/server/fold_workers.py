@@ -45,10 +45,16 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
 from typing import Any
 
 from ..engine import AsyncMemory
+from ..messages import Message, make_stored
+from ..summarizers.base import SummaryRequest
+from ..summarizers.extractive import ExtractiveSummarizer
 from ..worker import Worker, WorkerStats, default_owner, run_worker
 from .config import ServerConfig, load_config
 from .fold_overdue import OverdueWatch
@@ -81,6 +87,10 @@ async def serve_folds(
     from .catalog import open_catalog
     from .memories import SessionMemories, open_service_store
 
+    # Summarizing holds the interpreter lock: folds in several threads would only take
+    # turns at it (and pay for every switch), so the summarizer gets one thread.
+    asyncio.get_running_loop().set_default_executor(
+        ThreadPoolExecutor(max_workers=1, thread_name_prefix="contextfold-fold"))
     store = open_service_store(config, url)
     catalog = open_catalog(url)
     memories = SessionMemories(config, store, catalog)
@@ -90,6 +100,8 @@ async def serve_folds(
         if overdue_seconds > 0:
             overdue = OverdueWatch(store, memories.for_store_id, after_seconds=overdue_seconds)
             watchers.append(asyncio.create_task(overdue.run(work.lease_seconds)))
+        if not once:
+            await warm_up(work.memory)
         try:
             return await run_worker(work, once=once)
         finally:
@@ -98,6 +110,36 @@ async def serve_folds(
     finally:
         await store.close()
         await asyncio.to_thread(catalog.close)
+
+
+#: A warm-up turn: a relative date (the date tables), a number and a name (the redactor).
+_WARM_TEXT = ("Yesterday Dana Reyes said the report is due in 2 weeks; call her at "
+              "+1 415 555 0134 about invoice 4417.")
+
+
+async def warm_up(memory: AsyncMemory) -> None:
+    """Pay a fresh worker's one-time costs before its first claim — the tokenizer, the
+    extractive summarizer's language and date tables (``dateparser`` is imported on first
+    use), the redactor's patterns — by summarizing and redacting a made-up turn, so the
+    first folds after a start cost what later ones do. Only with the offline summarizer
+    (a model's summarizer is never called for it); a failure is logged, never raised."""
+    if not isinstance(memory.summarizer, ExtractiveSummarizer):
+        return
+    sid = f"\x00warm-up/{uuid.uuid4().hex}"  # no session id of the service's looks so
+    day = datetime.now(timezone.utc)
+    turns = [Message(role=role, content=_WARM_TEXT, timestamp=day)
+             for role in ("user", "assistant")]
+    span = [make_stored(n + 1, m, memory.counter.count(m.text), False)
+            for n, m in enumerate(turns)]
+    try:
+        result = await memory.summarizer.summarize(SummaryRequest(
+            sid, "", span, memory.summary_max_tokens, memory.counter, "warm-up"))
+        if memory.privacy.summary or memory.privacy.summarizer_input:
+            memory.privacy.text(result.text, sid)
+    except Exception:  # only an optimisation: the first fold pays instead
+        log.warning("fold worker warm-up failed (the first fold pays for it)", exc_info=True)
+    finally:
+        memory.privacy.forget(sid)
 
 
 class FoldSupervisor:
