@@ -134,8 +134,9 @@ async def warm_up(memory: AsyncMemory) -> None:
     try:
         result = await memory.summarizer.summarize(SummaryRequest(
             sid, "", span, memory.summary_max_tokens, memory.counter, "warm-up"))
-        if memory.privacy.summary or memory.privacy.summarizer_input:
-            memory.privacy.text(result.text, sid)
+        privacy = memory.privacy
+        if (privacy.summary or privacy.summarizer_input) and not privacy.reversible:
+            privacy.text(result.text, sid)
     except Exception:  # only an optimisation: the first fold pays instead
         log.warning("fold worker warm-up failed (the first fold pays for it)", exc_info=True)
     finally:
