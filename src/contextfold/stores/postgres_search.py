@@ -24,7 +24,7 @@ import re
 import time
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -119,9 +119,10 @@ AVG_LEXEMES = 20.0
 
 @lru_cache(maxsize=MAX_TERMS)
 def search_sql(n_terms: int) -> str:
-    """(seq, body, tokens, score, through_seq) of the best matches of ``%(q)s`` among one
-    session's messages, best first, for a query of ``n_terms`` cleaned terms; the folded
-    filter reads ``through_seq`` in the same statement.
+    """(seq, body, tokens, score, through_seq, matched) of the best matches of ``%(q)s``
+    among one session's messages, best first, for a query of ``n_terms`` cleaned terms;
+    the folded filter reads ``through_seq`` in the same statement, and ``matched`` is how
+    many of the terms the message holds (counted for the rows returned only).
 
     The score is BM25 with every term counted once (chat messages seldom repeat a word):
     the sum of the weights (``%(wN)s``, :func:`bm25_weights`) of the terms a message holds,
@@ -137,19 +138,24 @@ def search_sql(n_terms: int) -> str:
     the session — every row of a long session — when it expects many matches."""
     terms = "".join(f", to_tsquery(%(cfg)s::regconfig, %(t{i})s) AS t{i}" for i in range(n_terms))
     held = " + ".join(f"(m.search @@ q.t{i})::int * %(w{i})s::float8" for i in range(n_terms))
+    count = " + ".join(f"(r.search @@ q.t{i})::int" for i in range(n_terms))
     k1, b = BM25_K1, BM25_B
     scale = f"{k1 + 1} / ({1 + k1 * (1 - b)} + {k1 * b / AVG_LEXEMES} * length(m.search))"
     return f"""
 WITH q AS (SELECT to_tsquery(%(cfg)s::regconfig, %(q)s) AS q{terms})
-SELECT m.seq, m.body, m.tokens,
-    ({held or "0"}) * {scale} AS score,
-    s.through_seq
-FROM sessions s, messages m, q
-WHERE s.session_id = %(sid)s AND m.session_id COLLATE "C" = %(sid)s
-    AND session_lexemes(m.session_id, m.search) @@ session_query(%(sid)s, q.q)
-    AND (%(folded)s::boolean IS NULL OR (m.seq <= s.through_seq) = %(folded)s::boolean)
-ORDER BY score DESC, m.seq DESC
-LIMIT %(limit)s
+SELECT r.seq, r.body, r.tokens, r.score, r.through_seq, {count or "0"} AS matched
+FROM (
+    SELECT m.seq, m.body, m.tokens, m.search,
+        ({held or "0"}) * {scale} AS score,
+        s.through_seq
+    FROM sessions s, messages m, q
+    WHERE s.session_id = %(sid)s AND m.session_id COLLATE "C" = %(sid)s
+        AND session_lexemes(m.session_id, m.search) @@ session_query(%(sid)s, q.q)
+        AND (%(folded)s::boolean IS NULL OR (m.seq <= s.through_seq) = %(folded)s::boolean)
+    ORDER BY score DESC, m.seq DESC
+    LIMIT %(limit)s
+) r, q
+ORDER BY r.score DESC, r.seq DESC
 """
 
 
@@ -387,12 +393,13 @@ async def search_messages(
         rows = sorted(found.values(), key=lambda r: (r[3], r[0]), reverse=True)
         rows = rows[: query.limit]
     hits = []
-    for seq, body, tokens, score, through in rows:
+    for seq, body, tokens, score, through, matched in rows:
         stored = decoder.decode(sid, seq, body, tokens, seq <= through)
-        hit = make_hit(stored, score, terms, seq <= through, snippets=query.snippets)
-        # the engine matched a whole group: with a stemming configuration it matches
-        # words Python's count cannot see ("hausern" ~ "hauser"), so trust it
-        hits.append(hit if hit.matched >= need else replace(hit, matched=need))
+        # the engine's count of the terms the message holds (with a stemming
+        # configuration it matches words Python's count cannot see: "hausern" ~
+        # "hauser"); it matched a whole group, so at least that many
+        hits.append(make_hit(stored, score, terms, seq <= through, snippets=query.snippets,
+                             matched=max(matched, need)))
     return hits
 
 

@@ -1,0 +1,119 @@
+"""PostgreSQL's read paths on a long session: the live rows are read by the primary key's
+range whatever the table's statistics say, and a search hit's count of matched terms is
+the engine's own, the count the other stores make in Python."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timezone
+
+import psycopg
+import pytest
+
+from contextfold.messages import Message
+from contextfold.stores.base import PreparedMessage
+from contextfold.stores.postgres import PostgresStore
+from contextfold.stores.postgres_schema import SNAPSHOT_AFTER, SNAPSHOT_MANY
+from contextfold.stores.search import clean_terms, index_text, matched_terms
+
+from .conftest import fresh_schema
+
+T0 = datetime(2026, 1, 2, tzinfo=timezone.utc)
+ROWS = 4000  # per session: two sessions, the table's statistics see each as half of it
+LIVE = 5
+
+
+def _long_sessions(url: str, schema: str) -> None:
+    """Two sessions of ``ROWS`` messages each, all but the newest ``LIVE`` folded, the
+    table analyzed (written in SQL: the read path is what is tested)."""
+    body = '{"role":"user","content":"turn"}'
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"SET search_path = {schema}")
+        for sid in ("a", "b"):
+            conn.execute(
+                "INSERT INTO sessions (session_id, last_seq, live_count, live_tokens, "
+                "through_seq) VALUES (%s, %s, %s, %s, %s)",
+                (sid, ROWS, LIVE, LIVE, ROWS - LIVE),
+            )
+            conn.execute(
+                "INSERT INTO messages (session_id, seq, role, body, tokens, created_at) "
+                "SELECT %s, g, 'user', %s, 1, now() FROM generate_series(1, %s) g",
+                (sid, body, ROWS),
+            )
+        conn.execute("ANALYZE messages")
+        conn.execute("ANALYZE sessions")
+
+
+def _plan(url: str, schema: str, statement: str, params: tuple[object, ...]) -> str:
+    """The generic plan of ``statement`` (the one a prepared statement ends up with) and
+    the custom one, as text."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"SET search_path = {schema}")
+        plans = []
+        for mode in ("force_custom_plan", "force_generic_plan"):
+            conn.execute(f"SET plan_cache_mode = {mode}")
+            # the server plans a prepared statement: the same as the store's, prepared
+            conn.execute(statement, params, prepare=True)
+            cur = conn.execute(f"EXPLAIN {statement}", params, prepare=False)
+            plans.append("\n".join(r[0] for r in cur.fetchall()))
+        return "\n".join(plans)
+
+
+def test_live_rows_are_read_by_the_primary_key_range(pg_url: str) -> None:
+    schema = fresh_schema()
+
+    async def main() -> None:
+        store = PostgresStore(pg_url, schema=schema)
+        await store.setup()
+        _long_sessions(pg_url, schema)
+        snap = await store.snapshot("a")
+        assert snap is not None
+        assert [m.seq for m in snap.live] == list(range(ROWS - LIVE + 1, ROWS + 1))
+        assert [m.seq for m in await store.live("b")] == [m.seq for m in snap.live]
+        every = await store.messages("a")
+        assert [m.seq for m in every] == list(range(1, ROWS + 1))
+        assert [m.seq for m in await store.messages("a", after_seq=10, limit=3)] == [11, 12, 13]
+        many = await store.snapshots(["a", "b", "missing"])
+        assert sorted(many) == ["a", "b"]
+        assert [m.seq for m in many["b"].live] == [m.seq for m in snap.live]
+        await store.close()
+
+    asyncio.run(main())
+    for statement, params in ((SNAPSHOT_AFTER, (0, "a")), (SNAPSHOT_MANY, (["a", "b"],))):
+        plan = _plan(pg_url, schema, statement, params)
+        assert "Seq Scan on messages" not in plan, plan
+        assert "messages_pkey" in plan, plan
+
+
+TEXTS = [
+    "Meeting with Orhan in Bodrum about the ferry schedule 2026",
+    "Café au lait, crème brûlée and the Straße to the Stadtmitte",
+    "IŞIK ışık isik — three spellings of one word",
+    "x²y and H₂O in the lab notes, 3.14 and 1,000 units",
+    "Versicherungen und Versicherungsvertrag, Donaudampfschiff",
+    "नमस्ते दुनिया हिंदी में बातचीत",
+    "東京で会議 and Σωκράτης φιλόσοφος",
+]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_matched_terms_are_the_engines_count(pg_url: str, text: str) -> None:
+    schema = fresh_schema()
+    words = index_text(Message(role="user", content=text)).split()
+    queries = [words[:3], words[1:], [w[:4] for w in words if len(w) >= 6] + ["nowhere"]]
+
+    async def main() -> None:
+        store = PostgresStore(pg_url, schema=schema)
+        await store.setup()
+        await store.append("s", [PreparedMessage(Message(role="user", content=text), 4)], T0)
+        indexed = index_text(Message(role="user", content=text))
+        for terms in queries:
+            terms = clean_terms(terms)
+            for need in (1, 2):
+                hits = await store.search("s", terms, min_matched=need, snippets=False)
+                python = matched_terms(indexed, terms)
+                if python >= need:
+                    assert [h.matched for h in hits] == [python], (terms, need)
+        await store.close()
+
+    asyncio.run(main())
