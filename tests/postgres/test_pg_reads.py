@@ -117,3 +117,24 @@ def test_matched_terms_are_the_engines_count(pg_url: str, text: str) -> None:
         await store.close()
 
     asyncio.run(main())
+
+
+def test_fetch_reads_runs_and_scattered_seqs(pg_url: str) -> None:
+    schema = fresh_schema()
+
+    async def main() -> None:
+        store = PostgresStore(pg_url, schema=schema)
+        await store.setup()
+        await store.append("s", [PreparedMessage(Message(role="user", content=f"turn {i}"), 2)
+                                 for i in range(1, 31)], T0)
+        await store.append("t", [PreparedMessage(Message(role="user", content="other"), 2)], T0)
+        asked = [9, 3, 4, 5, 5, 20, 30, 31, 0, -2, 2**70, 12, 11, 10]
+        got = await store.fetch("s", asked)
+        assert [(m.seq, m.text) for m in got] == [
+            (s, f"turn {s}") for s in (3, 4, 5, 9, 10, 11, 12, 20, 30)]
+        assert await store.fetch("s", []) == []
+        assert await store.fetch("missing", [1, 2]) == []
+        assert [m.text for m in await store.fetch("t", [1, 2])] == ["other"]
+        await store.close()
+
+    asyncio.run(main())

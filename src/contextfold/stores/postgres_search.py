@@ -64,6 +64,7 @@ __all__ = [
     "index_per_session",
     "search_messages",
     "search_sql",
+    "seq_ranges",
     "term_query",
     "tsquery_text",
 ]
@@ -167,13 +168,31 @@ WHERE s.schemaname = current_schema() AND s.tablename = 'messages' AND s.attname
     AND c.oid = 'messages'::regclass
 """
 
-#: (seq, body, tokens, through_seq) of the stored messages with the given seqs.
+#: (seq, body, tokens, through_seq) of the stored messages in the given ranges of seqs
+#: (``%s``: their first and last seqs, then the session id): one descent of the primary key
+#: per range — recall fetches runs of neighbouring turns — rather than one per seq.
 FETCH = """
-SELECT m.seq, m.body, m.tokens, s.through_seq FROM sessions s
-JOIN messages m ON m.session_id = s.session_id
-WHERE s.session_id = %s AND m.seq = ANY(%s) AND m.body <> ''
+SELECT m.seq, m.body, m.tokens, s.through_seq FROM sessions s,
+    unnest(%s::bigint[], %s::bigint[]) AS r(lo, hi),
+    LATERAL (SELECT m.seq, m.body, m.tokens FROM messages m
+        WHERE m.session_id = s.session_id AND m.seq >= r.lo AND m.seq <= r.hi
+            AND m.body <> '' OFFSET 0) m
+WHERE s.session_id = %s
 ORDER BY m.seq
 """
+
+
+def seq_ranges(seqs: Sequence[int]) -> tuple[list[int], list[int]]:
+    """The first and the last seq of each run of consecutive ones among sorted ``seqs``."""
+    first: list[int] = []
+    last: list[int] = []
+    for seq in seqs:
+        if last and seq == last[-1] + 1:
+            last[-1] = seq
+        else:
+            first.append(seq)
+            last.append(seq)
+    return first, last
 
 
 def check_config(config: str) -> str:
@@ -416,8 +435,8 @@ async def fetch_messages(
     conn: Any, decoder: MessageDecoder, session_id: str, seqs: Sequence[int]
 ) -> list[StoredMessage]:
     """Run :data:`FETCH`: the stored messages with ``seqs``, in seq order."""
-    wanted = sorted({int(q) for q in seqs})
+    wanted = sorted({int(q) for q in seqs if 0 < int(q) < 2**63})  # seqs are positive bigints
     if not wanted or "\x00" in session_id:
         return []
-    cur = await conn.execute(FETCH, (session_id, wanted))
+    cur = await conn.execute(FETCH, (*seq_ranges(wanted), session_id))
     return [decoder.decode(session_id, s, b, t, s <= th) for s, b, t, th in await cur.fetchall()]
