@@ -118,12 +118,17 @@ BM25_B = 0.75
 AVG_LEXEMES = 20.0
 
 
-@lru_cache(maxsize=MAX_TERMS)
-def search_sql(n_terms: int) -> str:
+#: The folded filter of :func:`search_sql`, by ``folded``.
+_FOLDED = {None: "", True: "AND m.seq <= s.through_seq", False: "AND m.seq > s.through_seq"}
+
+
+@lru_cache(maxsize=3 * MAX_TERMS)
+def search_sql(n_terms: int, folded: bool | None = None) -> str:
     """(seq, body, tokens, score, through_seq, matched) of the best matches of ``%(q)s``
     among one session's messages, best first, for a query of ``n_terms`` cleaned terms;
-    the folded filter reads ``through_seq`` in the same statement, and ``matched`` is how
-    many of the terms the message holds (counted for the rows returned only).
+    only folded messages (``folded`` True), only live ones (False) or any (None), as the
+    session's ``through_seq`` reads in the same statement; ``matched`` is how many of the
+    terms the message holds (counted for the rows returned only).
 
     The score is BM25 with every term counted once (chat messages seldom repeat a word):
     the sum of the weights (``%(wN)s``, :func:`bm25_weights`) of the terms a message holds,
@@ -136,14 +141,19 @@ def search_sql(n_terms: int) -> str:
     The match is asked of the index of each session's lexemes (:data:`SESSION_LEXEMES`);
     the message's session id is compared under the ``"C"`` collation (the same equality),
     which keeps the planner from intersecting that index with the primary key's range of
-    the session — every row of a long session — when it expects many matches."""
+    the session — every row of a long session — when it expects many matches.
+
+    The query's ``tsquery`` values are a materialized row (``q``), unknown to the planner
+    whatever the parameters: every search plans alike, so a prepared statement settles on
+    its generic plan after a few runs instead of planning each search again (planning
+    took about as long as running a selective search)."""
     terms = "".join(f", to_tsquery(%(cfg)s::regconfig, %(t{i})s) AS t{i}" for i in range(n_terms))
     held = " + ".join(f"(m.search @@ q.t{i})::int * %(w{i})s::float8" for i in range(n_terms))
     count = " + ".join(f"(r.search @@ q.t{i})::int" for i in range(n_terms))
     k1, b = BM25_K1, BM25_B
     scale = f"{k1 + 1} / ({1 + k1 * (1 - b)} + {k1 * b / AVG_LEXEMES} * length(m.search))"
     return f"""
-WITH q AS (SELECT to_tsquery(%(cfg)s::regconfig, %(q)s) AS q{terms})
+WITH q AS MATERIALIZED (SELECT to_tsquery(%(cfg)s::regconfig, %(q)s) AS q{terms})
 SELECT r.seq, r.body, r.tokens, r.score, r.through_seq, {count or "0"} AS matched
 FROM (
     SELECT m.seq, m.body, m.tokens, m.search,
@@ -152,7 +162,7 @@ FROM (
     FROM sessions s, messages m, q
     WHERE s.session_id = %(sid)s AND m.session_id COLLATE "C" = %(sid)s
         AND session_lexemes(m.session_id, m.search) @@ session_query(%(sid)s, q.q)
-        AND (%(folded)s::boolean IS NULL OR (m.seq <= s.through_seq) = %(folded)s::boolean)
+        {_FOLDED[None if folded is None else bool(folded)]}
     ORDER BY score DESC, m.seq DESC
     LIMIT %(limit)s
 ) r, q
@@ -390,12 +400,7 @@ async def search_messages(
     groups = term_groups(terms, query.min_matched)
     need = len(groups[0])  # what the engine guarantees: every term of one group
     counts = await stats.counts(conn, terms) if stats is not None else dict.fromkeys(terms, 0)
-    params: dict[str, Any] = {
-        "cfg": query.config,
-        "sid": sid,
-        "folded": query.folded,
-        "limit": query.limit,
-    }
+    params: dict[str, Any] = {"cfg": query.config, "sid": sid, "limit": query.limit}
     weights = bm25_weights([counts[t] for t in terms], stats.rows if stats is not None else 0)
     for i, (term, weight) in enumerate(zip(terms, weights, strict=True)):
         params[f"t{i}"] = term_query(term)
@@ -426,7 +431,7 @@ async def _ranked(
     conn: Any, query: SearchQuery, params: dict[str, Any], groups: Sequence[tuple[str, ...]]
 ) -> list[Any]:
     """The rows of :func:`search_sql` for any of ``groups``."""
-    statement = search_sql(len(query.terms))
+    statement = search_sql(len(query.terms), query.folded)
     cur = await conn.execute(statement, {**params, "q": tsquery_text(groups)})
     return list(await cur.fetchall())
 
