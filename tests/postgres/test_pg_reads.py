@@ -14,6 +14,7 @@ from contextfold.messages import Message
 from contextfold.stores.base import PreparedMessage
 from contextfold.stores.postgres import PostgresStore
 from contextfold.stores.postgres_schema import SNAPSHOT_AFTER, SNAPSHOT_MANY
+from contextfold.stores.postgres_search import AVG_LEXEMES, BM25_B, BM25_K1, _length_norm
 from contextfold.stores.search import clean_terms, index_text, matched_terms
 
 from .conftest import fresh_schema
@@ -138,3 +139,21 @@ def test_fetch_reads_runs_and_scattered_seqs(pg_url: str) -> None:
         await store.close()
 
     asyncio.run(main())
+
+
+def test_the_length_norm_in_float8_is_numerics_to_the_last_bit(pg_url: str) -> None:
+    """The score's length normalization is computed without ``numeric``; every length
+    scales a score exactly as the decimal arithmetic did (so hits rank the same)."""
+    k1, b = BM25_K1, BM25_B
+    decimal = f"({1 + k1 * (1 - b)} + {k1 * b / AVG_LEXEMES} * length(m.search))"
+    statement = (
+        f"SELECT length(m.search), (1.0::float8 * {k1 + 1} / {decimal})::text, "
+        f"(1.0::float8 * {k1 + 1} / ({_length_norm()}))::text "
+        "FROM (SELECT array_to_tsvector(array_agg('w' || i)) AS search "
+        "FROM generate_series(0, 3000) n, generate_series(1, n) i GROUP BY n) m"
+    )
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("SET extra_float_digits = 3")
+        rows = conn.execute(statement).fetchall()
+    assert len(rows) == 3000
+    assert [(n, a) for n, a, _ in rows] == [(n, c) for n, _, c in rows]

@@ -25,6 +25,7 @@ import time
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
@@ -148,16 +149,17 @@ def search_sql(n_terms: int, folded: bool | None = None) -> str:
     its generic plan after a few runs instead of planning each search again (planning
     took about as long as running a selective search)."""
     terms = "".join(f", to_tsquery(%(cfg)s::regconfig, %(t{i})s) AS t{i}" for i in range(n_terms))
-    held = " + ".join(f"(m.search @@ q.t{i})::int * %(w{i})s::float8" for i in range(n_terms))
+    held = " + ".join(
+        f"CASE WHEN m.search @@ q.t{i} THEN %(w{i})s::float8 ELSE 0::float8 END"
+        for i in range(n_terms)
+    )
     count = " + ".join(f"(r.search @@ q.t{i})::int" for i in range(n_terms))
-    k1, b = BM25_K1, BM25_B
-    scale = f"{k1 + 1} / ({1 + k1 * (1 - b)} + {k1 * b / AVG_LEXEMES} * length(m.search))"
     return f"""
 WITH q AS MATERIALIZED (SELECT to_tsquery(%(cfg)s::regconfig, %(q)s) AS q{terms})
 SELECT r.seq, r.body, r.tokens, r.score, r.through_seq, {count or "0"} AS matched
 FROM (
     SELECT m.seq, m.body, m.tokens, m.search,
-        ({held or "0"}) * {scale} AS score,
+        ({held or "0"}) * {BM25_K1 + 1} / ({_length_norm()}) AS score,
         s.through_seq
     FROM sessions s, messages m, q
     WHERE s.session_id = %(sid)s AND m.session_id COLLATE "C" = %(sid)s
@@ -168,6 +170,19 @@ FROM (
 ) r, q
 ORDER BY r.score DESC, r.seq DESC
 """
+
+
+def _length_norm() -> str:
+    """BM25's length normalization of ``m.search``, ``1 + k1 (1 - b) + k1 b / avgdl *
+    length``, as ``float8``: the two constants as the decimals they print as, the sum
+    computed in integers (exact) and rounded once — the value ``numeric`` arithmetic gives,
+    to the last bit, without its cost per row."""
+    base, per = (
+        Decimal(repr(x)) for x in (1 + BM25_K1 * (1 - BM25_B), BM25_K1 * BM25_B / AVG_LEXEMES)
+    )
+    digits = max(0, -int(base.as_tuple().exponent), -int(per.as_tuple().exponent))
+    unit = 10**digits
+    return f"({int(base * unit)} + {int(per * unit)} * length(m.search))::float8 / {unit}"
 
 
 #: (lexemes, their shares of the rows, rows) of the search column, from its statistics.
