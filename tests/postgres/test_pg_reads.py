@@ -5,7 +5,9 @@ the engine's own, the count the other stores make in Python."""
 from __future__ import annotations
 
 import asyncio
+import random
 from datetime import datetime, timezone
+from itertools import combinations
 
 import psycopg
 import pytest
@@ -14,8 +16,15 @@ from contextfold.messages import Message
 from contextfold.stores.base import PreparedMessage
 from contextfold.stores.postgres import PostgresStore
 from contextfold.stores.postgres_schema import SNAPSHOT_AFTER, SNAPSHOT_MANY
-from contextfold.stores.postgres_search import AVG_LEXEMES, BM25_B, BM25_K1, _length_norm
-from contextfold.stores.search import clean_terms, index_text, matched_terms
+from contextfold.stores.postgres_search import (
+    AVG_LEXEMES,
+    BM25_B,
+    BM25_K1,
+    _length_norm,
+    factored_tsquery,
+    tsquery_text,
+)
+from contextfold.stores.search import clean_terms, index_text, matched_terms, term_matches
 
 from .conftest import fresh_schema
 
@@ -157,3 +166,30 @@ def test_the_length_norm_in_float8_is_numerics_to_the_last_bit(pg_url: str) -> N
         rows = conn.execute(statement).fetchall()
     assert len(rows) == 3000
     assert [(n, a) for n, a, _ in rows] == [(n, c) for n, _, c in rows]
+
+
+def test_the_factored_query_matches_what_its_groups_match(pg_url: str) -> None:
+    """Groups of terms (any group, all its terms) written factored match exactly the
+    messages the groups do, prefixes included, whatever the groups share."""
+    rng = random.Random(7)
+    vocab = ["go", "up", "ab", "abcd", "abcdef", "zebra", "zebras", "lake", "photo"]
+    cases = []
+    for _ in range(300):
+        terms = rng.sample(vocab, rng.randint(1, 6))
+        size = rng.randint(1, min(3, len(terms)))
+        groups = [g for g in combinations(terms, size) if rng.random() < 0.8] or [tuple(terms)]
+        words = rng.sample(vocab, rng.randint(0, 5))
+        cases.append((groups, " ".join(words)))
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        for groups, text in cases:
+            plain, factored = tsquery_text(groups), factored_tsquery(groups)
+            got = conn.execute(
+                "SELECT to_tsvector('simple', %s) @@ to_tsquery('simple', %s), "
+                "to_tsvector('simple', %s) @@ to_tsquery('simple', %s)",
+                (text, plain, text, factored),
+            ).fetchone()
+            held = set(text.split())
+            expected = any(
+                all(any(term_matches(t, w) for w in held) for t in g) for g in groups
+            )
+            assert got == (expected, expected), (groups, text, factored)

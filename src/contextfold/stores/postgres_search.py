@@ -59,6 +59,7 @@ __all__ = [
     "TermStats",
     "bm25_weights",
     "check_config",
+    "factored_tsquery",
     "fetch_messages",
     "index_existing",
     "index_lexemes_per_session",
@@ -243,6 +244,44 @@ def tsquery_text(groups: Sequence[Sequence[str]]) -> str:
     return " | ".join(
         term(g[0]) if len(g) == 1 else "(" + " & ".join(term(t) for t in g) + ")" for g in groups
     )
+
+
+#: Groups of terms as a tree: each group a path from the root, ``""`` where one ends.
+_Trie = dict[str, "_Trie"]
+
+
+def factored_tsquery(groups: Sequence[Sequence[str]]) -> str:
+    """:func:`tsquery_text` of the same ``groups`` with the terms groups begin with written
+    once: ``'a' & ('b' | 'c') | 'b' & 'c'`` for the pairs of ``a, b, c``. The same
+    matches; the index checks each candidate row (every row holding any of the terms, all
+    the rows of a common word's prefix) against some ``n`` terms rather than ``n²``: on
+    the LoCoMo turns, a query's index scan took a fifth less."""
+    end = ""  # a group ends here (no cleaned term is empty)
+    trie: _Trie = {}
+    for group in groups:
+        node = trie
+        for term in group:
+            if end in node:
+                break  # a shorter group already matches everything this one does
+            node = node.setdefault(term, {})
+        else:
+            node.clear()
+            node[end] = {}
+
+    def render(node: _Trie) -> str:
+        parts = []
+        for term, rest in node.items():
+            if term == end:
+                continue
+            if end in rest:
+                parts.append(term_query(term))
+            else:
+                inner = render(rest)
+                parts.append(f"{term_query(term)} & " + (f"({inner})" if " | " in inner
+                                                          else inner))
+        return " | ".join(parts)
+
+    return render(trie)
 
 
 @dataclass
@@ -447,7 +486,7 @@ async def _ranked(
 ) -> list[Any]:
     """The rows of :func:`search_sql` for any of ``groups``."""
     statement = search_sql(len(query.terms), query.folded)
-    cur = await conn.execute(statement, {**params, "q": tsquery_text(groups)})
+    cur = await conn.execute(statement, {**params, "q": factored_tsquery(groups)})
     return list(await cur.fetchall())
 
 
