@@ -38,7 +38,7 @@ from retention_data import ROOT, context_text, normalize, publish
 from contextfold import Memory, TokenBudget
 from contextfold.recall import Recall
 from contextfold.stores import postgres, postgres_search, search
-from contextfold.stores.postgres_search import tsquery_text
+from contextfold.stores.postgres_search import factored_tsquery
 
 RESULTS = ROOT / "benchmarks" / "results" / "recall_cost_postgres.md"
 
@@ -78,10 +78,10 @@ async def cover_density_search(
             groups, search.broad_terms(await stats.counts(conn, terms))
         )
     if narrow is not None:
-        cur = await conn.execute(COVER_DENSITY, {**params, "q": tsquery_text(narrow)})
+        cur = await conn.execute(COVER_DENSITY, {**params, "q": factored_tsquery(narrow)})
         rows = await cur.fetchall()
     if len(rows) < query.limit:
-        cur = await conn.execute(COVER_DENSITY, {**params, "q": tsquery_text(groups)})
+        cur = await conn.execute(COVER_DENSITY, {**params, "q": factored_tsquery(groups)})
         rows = await cur.fetchall()
     hits = []
     for seq, body, tokens, score, through in rows:

@@ -29,3 +29,9 @@ def test_without_statistics_every_term_weighs_the_same() -> None:
 def test_the_statement_weighs_each_term() -> None:
     two = search_sql(2)
     assert "%(w0)s" in two and "%(w1)s" in two and "%(w2)s" not in two
+
+
+def test_the_statement_filters_folded_messages_by_the_cursor() -> None:
+    assert "m.seq <= s.through_seq" in search_sql(2, True)
+    assert "m.seq > s.through_seq" in search_sql(2, False)
+    assert "through_seq\n" not in search_sql(2, None).split("WHERE", 1)[1]

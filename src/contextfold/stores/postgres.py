@@ -468,13 +468,16 @@ class PostgresStore:
         limit: int | None = None,
     ) -> list[StoredMessage]:
         async def do(conn: Conn) -> list[StoredMessage]:
-            # One statement, so the cursor and the rows come from the same snapshot.
+            # One statement, so the cursor and the rows come from the same snapshot; a
+            # range of the primary key, as the snapshot reads it (``live_rows``)
             cur = await conn.execute(
                 "SELECT m.seq, m.body, m.tokens, s.through_seq FROM sessions s "
-                "JOIN messages m ON m.session_id = s.session_id "
-                "WHERE s.session_id = %s AND m.seq > %s AND (%s OR m.seq > s.through_seq) "
-                "ORDER BY m.seq LIMIT %s",
-                (session_id, after_seq, include_folded and self.retention == "archive", limit),
+                "JOIN LATERAL (SELECT m.seq, m.body, m.tokens FROM messages m "
+                "WHERE m.session_id = s.session_id AND m.seq <= s.last_seq "
+                "AND m.seq > GREATEST(%s, CASE WHEN %s THEN 0 ELSE s.through_seq END) "
+                "ORDER BY m.seq LIMIT %s) m ON true "
+                "WHERE s.session_id = %s ORDER BY m.seq",
+                (after_seq, include_folded and self.retention == "archive", limit, session_id),
             )
             return [
                 self._decoder.decode(session_id, s, b, t, s <= th)

@@ -260,13 +260,16 @@ def make_hit(
     folded: bool,
     indexed: str | None = None,
     snippets: bool = True,
+    matched: int | None = None,
 ) -> SearchHit:
     """The :class:`SearchHit` of a matched stored message; ``indexed``: its indexed words
     if the store has them at hand (else they are computed again). ``snippets=False``: the
-    hit's snippet is ``""`` (a caller that reads the messages, not the excerpts)."""
+    hit's snippet is ``""`` (a caller that reads the messages, not the excerpts).
+    ``matched``: how many of ``terms`` the message holds, when the engine counted them
+    (then its words are not read again)."""
     msg = stored.message
-    if indexed is None:
-        indexed = index_text(msg)
+    if matched is None:
+        matched = matched_terms(index_text(msg) if indexed is None else indexed, terms)
     return SearchHit(
         seq=stored.seq,
         score=float(score),
@@ -274,7 +277,7 @@ def make_hit(
         timestamp=msg.timestamp,
         snippet=snippet(render_text(msg), terms) if snippets else "",
         folded=folded,
-        matched=matched_terms(indexed, terms),
+        matched=matched,
     )
 
 
