@@ -54,6 +54,7 @@ from .policy import Policy, TokenBudget
 from .recall_block import (
     RECALL_HEADER,
     RECALL_METADATA,
+    Packer,
     RecallBlock,
     _speaker,
     build_block,
@@ -289,6 +290,9 @@ def relevant(hits: Iterable[SearchHitLike], n_terms: int, options: Recall,
 #: Tokens the block must leave free for :func:`lesser_hits` to be searched (about two
 #: recalled lines).
 LESSER_ROOM = 64
+#: The fewest second-tier hits whose turns one fetch reads (:func:`recall_into` reads
+#: them a part at a time, as far as the room can take them).
+LESSER_PART = 4
 
 
 def lesser_hits(found: Iterable[SearchHitLike], hits: Sequence[SearchHitLike],
@@ -355,13 +359,15 @@ def wanted_seqs(hits: Sequence[SearchHitLike], options: Recall,
 
 
 def plan_spans(hits: Sequence[SearchHitLike], messages: Mapping[int, StoredMessage],
-               options: Recall) -> list[tuple[int, list[int]]]:
+               options: Recall, others: Iterable[int] = ()) -> list[tuple[int, list[int]]]:
     """Each hit as a whole turn, best hit first: the hit, the turn that answers it (the
     next message by another speaker, when the hit asks) or the question it answers (the
     previous message by another speaker, when that asks), and within ``neighbours`` the
-    turns that match the query too (hits themselves) with the turns between. (hit seq,
-    span of seqs oldest first); a span never crosses a message not fetched."""
+    turns that match the query too (hits themselves, and the seqs of ``others``: hits of
+    the same search planned apart) with the turns between. (hit seq, span of seqs oldest
+    first); a span never crosses a message not fetched."""
     hit_seqs = {h.seq for h in hits}
+    hit_seqs.update(others)
     spans: list[tuple[int, list[int]]] = []
     for h in hits:
         if h.seq not in messages:
@@ -473,19 +479,43 @@ async def recall_into(
     wanted = [s for s in wanted_seqs(hits, options, live_from) if s not in messages]
     fetched = await store.fetch(session_id, wanted) if wanted else []
     messages.update((m.seq, m) for m in fetched if m.folded)
-    spans = plan_spans(hits, messages, options)
-    block = build_block(spans, messages, counter, room, options, summary_text)
+    packer = Packer(messages, counter, room, options, summary_text)
+    packer.add_spans(plan_spans(hits, messages, options))
+    block = packer.block()
     if (options.lesser and block is not None and len(hits) < options.limit
-            and room - block.tokens >= LESSER_ROOM):
+            and room - block.tokens >= LESSER_ROOM and not packer.full):
         # the hits that pass the gate (all the store has) leave room: the best matches
         # of fewer of the query's terms take what is left (:func:`lesser_hits`)
         more = await store.search(session_id, terms, limit=options.limit, folded=True,
                                   min_matched=1, snippets=False)
         lesser = lesser_hits(more, hits, live_from)
         if lesser:
-            wanted = [s for s in turn_seqs(lesser, live_from) if s not in messages]
-            fetched = await store.fetch(session_id, wanted) if wanted else []
-            messages.update((m.seq, m) for m in fetched if m.folded)
-            block = build_block(spans, messages, counter, room, options, summary_text,
-                                lesser=plan_spans(lesser, messages, options))
+            await _add_lesser(store, session_id, packer, lesser, messages, live_from)
+            block = packer.block()
     return ctx if block is None else with_block(ctx, block)
+
+
+async def _add_lesser(store: Store, session_id: str, packer: Packer,
+                      lesser: Sequence[SearchHitLike], messages: dict[int, StoredMessage],
+                      live_from: int | None) -> None:
+    """The second tier into ``packer``'s room, best first, its turns fetched a part at a
+    time — only as far as the room can still take a line. The same block as fetching
+    every lesser hit's turn first: a part fetches the turns of its hits and of the lesser
+    hits near enough for a span to reach (``neighbours + 1``), so each span is planned on
+    the messages it would have been planned on."""
+    options = packer.options
+    seqs = [h.seq for h in lesser]
+    reach = options.neighbours + 1
+    done = 0
+    while done < len(lesser) and not packer.full:
+        # about as many hits as the room left can show (two lines each, at the size of
+        # the lines shown so far), and a few more
+        line = packer.used / len(packer.chosen) if packer.chosen else 32.0
+        size = max(LESSER_PART, math.ceil(packer.free / max(1.0, 2 * line)) + 2)
+        part = lesser[done:done + size]
+        done += len(part)
+        near = [h for h in lesser if any(abs(h.seq - p.seq) <= reach for p in part)]
+        wanted = [s for s in turn_seqs(near, live_from) if s not in messages]
+        fetched = await store.fetch(session_id, wanted) if wanted else []
+        messages.update((m.seq, m) for m in fetched if m.folded)
+        packer.add_lesser(plan_spans(part, messages, options, others=seqs))
