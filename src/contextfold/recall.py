@@ -481,9 +481,11 @@ async def recall_into(
     messages.update((m.seq, m) for m in fetched if m.folded)
     packer = Packer(messages, counter, room, options, summary_text)
     packer.add_spans(plan_spans(hits, messages, options))
-    block = packer.block()
-    if (options.lesser and block is not None and len(hits) < options.limit
-            and room - block.tokens >= LESSER_ROOM and not packer.full):
+    first = packer.layout()
+    if first is None:
+        return ctx
+    if (options.lesser and len(hits) < options.limit
+            and room - first[1] >= LESSER_ROOM and not packer.full):
         # the hits that pass the gate (all the store has) leave room: the best matches
         # of fewer of the query's terms take what is left (:func:`lesser_hits`)
         more = await store.search(session_id, terms, limit=options.limit, folded=True,
@@ -491,7 +493,7 @@ async def recall_into(
         lesser = lesser_hits(more, hits, live_from)
         if lesser:
             await _add_lesser(store, session_id, packer, lesser, messages, live_from)
-            block = packer.block()
+    block = packer.block()
     return ctx if block is None else with_block(ctx, block)
 
 
@@ -514,7 +516,11 @@ async def _add_lesser(store: Store, session_id: str, packer: Packer,
         size = max(LESSER_PART, math.ceil(packer.free / max(1.0, 2 * line)) + 2)
         part = lesser[done:done + size]
         done += len(part)
-        near = [h for h in lesser if any(abs(h.seq - p.seq) <= reach for p in part)]
+        if done >= len(lesser):
+            near = lesser
+        else:
+            window = {p.seq + d for p in part for d in range(-reach, reach + 1)}
+            near = [h for h in lesser if h.seq in window]
         wanted = [s for s in turn_seqs(near, live_from) if s not in messages]
         fetched = await store.fetch(session_id, wanted) if wanted else []
         messages.update((m.seq, m) for m in fetched if m.folded)

@@ -248,6 +248,7 @@ class Packer:
         # quoted by the summary): worked out once per seq, however often it is tried
         self._costs: dict[int, int | None] = {}
         self.used = _frame_tokens(counter)
+        self._laid: tuple[tuple[list[str], int, tuple[int, ...]] | None] | None = None
 
     @property
     def free(self) -> int:
@@ -305,6 +306,7 @@ class Packer:
         if self.used + cost > self.room:
             return False
         self.used += cost
+        self._laid = None
         messages = self.messages
         for seq in new:
             chosen[seq] = messages[seq]
@@ -342,25 +344,50 @@ class Packer:
             if not self._known(hit) and not self._take(span):
                 self._take(_own_turn(hit, span, self.messages))
 
-    def block(self) -> RecallBlock | None:
-        """The block of what was taken, laid out and counted exactly; when the estimates
-        were short, the last lines taken are left out until it fits. None: nothing fits."""
+    def layout(self) -> tuple[list[str], int, tuple[int, ...]] | None:
+        """The block of what was taken, laid out and counted exactly — its lines, tokens
+        and seqs — without making its message; when the estimates were short, the last
+        lines taken are left out until it fits. None: nothing fits."""
+        if self._laid is None:
+            self._laid = (self._layout(),)
+        return self._laid[0]
+
+    def _layout(self) -> tuple[list[str], int, tuple[int, ...]] | None:
         counter, room, lines = self.counter, self.room, self._lines
         chosen = dict(self.chosen)
         for seq, item in chosen.items():
             if seq not in lines:
                 lines[seq] = message_line(item, counter, self.options.max_message_tokens,
                                           _text_tokens(item, counter))
+        framing = _block_framing(counter)
         while chosen:
             parts = _block_lines(_runs(chosen), lines)
-            message = _block_message("\n".join(parts))
-            tokens = framing_tokens(counter, message) + _text_count(counter, parts)
+            tokens = framing + _text_count(counter, parts)
             if tokens <= room:
-                return RecallBlock(message, tokens, tuple(sorted(chosen)))
+                return parts, tokens, tuple(sorted(chosen))
             freed = 0  # the estimate was short: drop the last taken until it covers it
             while chosen and freed < tokens - room:
                 freed += self._costs.get(chosen.popitem()[0]) or 1
         return None
+
+    def block(self) -> RecallBlock | None:
+        """:meth:`layout` as the block's message. None: nothing fits."""
+        laid = self.layout()
+        if laid is None:
+            return None
+        parts, tokens, seqs = laid
+        return RecallBlock(_block_message("\n".join(parts)), tokens, seqs)
+
+
+_FRAMING: dict[str, int] = {}  # counter name -> the block message's framing tokens
+
+
+def _block_framing(counter: TokenCounter) -> int:
+    """The tokens the block's message costs beyond its text (the same for every text)."""
+    tokens = _FRAMING.get(counter.name)
+    if tokens is None:
+        tokens = _FRAMING[counter.name] = framing_tokens(counter, _block_message(RECALL_HEADER))
+    return tokens
 
 
 _FRAMES: dict[str, int] = {}  # counter name -> tokens of the empty block
