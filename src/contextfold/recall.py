@@ -497,6 +497,14 @@ async def recall_into(
     return ctx if block is None else with_block(ctx, block)
 
 
+def _part_size(packer: Packer) -> int:
+    """How many second-tier hits to fetch the turns of next: about as many as the room
+    left can show (two lines each, at the size of the lines taken so far), and a few
+    more; at least :data:`LESSER_PART`."""
+    line = packer.used / len(packer.chosen) if packer.chosen else 32.0
+    return max(LESSER_PART, math.ceil(packer.free / max(1.0, 2 * line)) + 2)
+
+
 async def _add_lesser(store: Store, session_id: str, packer: Packer,
                       lesser: Sequence[SearchHitLike], messages: dict[int, StoredMessage],
                       live_from: int | None) -> None:
@@ -510,11 +518,7 @@ async def _add_lesser(store: Store, session_id: str, packer: Packer,
     reach = options.neighbours + 1
     done = 0
     while done < len(lesser) and not packer.full:
-        # about as many hits as the room left can show (two lines each, at the size of
-        # the lines shown so far), and a few more
-        line = packer.used / len(packer.chosen) if packer.chosen else 32.0
-        size = max(LESSER_PART, math.ceil(packer.free / max(1.0, 2 * line)) + 2)
-        part = lesser[done:done + size]
+        part = lesser[done:done + _part_size(packer)]
         done += len(part)
         if done >= len(lesser):
             near = lesser
