@@ -12,6 +12,7 @@ import random
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -355,3 +356,53 @@ def test_recall_shows_what_the_eager_reading_shows(store: str, parts: int | None
         return compared
 
     assert asyncio.run(run()) > 100  # most queries show a block
+
+
+class Counting:
+    """A store's search and fetch, counted."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.searches: list[int] = []
+
+    async def search(self, *args: Any, **kwargs: Any) -> Any:
+        self.searches.append(kwargs["min_matched"])
+        return await self.store.search(*args, **kwargs)
+
+    async def fetch(self, *args: Any, **kwargs: Any) -> Any:
+        return await self.store.fetch(*args, **kwargs)
+
+
+def test_a_first_search_for_any_one_term_is_not_run_again(tmp_path: Path) -> None:
+    """A query naming a speaker asks the store for one term fewer: with two terms, for
+    any one of them — the second tier's own search. Its hits are used again (the store
+    is searched once), and they fill the room the first tier leaves."""
+    msgs, vocab = talk(5)
+    counter = get_counter(None)
+
+    async def run() -> int:
+        filled = 0
+        async with AsyncMemory(f"sqlite:///{tmp_path / 'once.db'}", fold="manual",
+                               policy=TokenBudget(100_000)) as memory:
+            await memory.add("s", *msgs[:-20])
+            await memory.fold("s", force=True)
+            await memory.add("s", *msgs[-20:])
+            live = [m for m in await memory.messages("s") if not m.folded]
+            plain = Context(messages=(), tokens=100, budget=20_000, summary_included=False,
+                            live_count=0)
+            for word in vocab[:40]:
+                query = f"What did Ann say about {word} and {vocab[-1]}?"
+                if query_months(query):
+                    continue
+                spy = Counting(memory.store)
+                got = await recall_into(spy, "s", plain, live,  # type: ignore[arg-type]
+                                        options=Recall(), counter=counter, query=query)
+                assert spy.searches == [1]
+                alone = await recall_into(memory.store, "s", plain, live,
+                                          options=Recall(lesser=False), counter=counter,
+                                          query=query)
+                assert set(alone.recalled) <= set(got.recalled)
+                filled += len(got.recalled) > len(alone.recalled)
+        return filled
+
+    assert asyncio.run(run()) > 5

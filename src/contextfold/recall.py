@@ -464,9 +464,10 @@ async def recall_into(
     # a hit said by a speaker the query names matches that name too (names are not
     # indexed): such a query searches for one term fewer, and the hits are fetched first
     named = speaker_terms(terms, live) if options.speakers else set()
-    found = await store.search(
-        session_id, terms, limit=options.limit * (2 if months else 1), folded=True,
-        min_matched=max(1, need - bool(months) - bool(named)), snippets=False)
+    first_search = (options.limit * (2 if months else 1),
+                    max(1, need - bool(months) - bool(named)))  # (limit, min_matched)
+    found = await store.search(session_id, terms, limit=first_search[0], folded=True,
+                               min_matched=first_search[1], snippets=False)
     bonus: dict[int, int] = {}
     messages: dict[int, StoredMessage] = {}
     if named and found:
@@ -488,8 +489,10 @@ async def recall_into(
             and room - first[1] >= LESSER_ROOM and not packer.full):
         # the hits that pass the gate (all the store has) leave room: the best matches
         # of fewer of the query's terms take what is left (:func:`lesser_hits`)
-        more = await store.search(session_id, terms, limit=options.limit, folded=True,
-                                  min_matched=1, snippets=False)
+        # (the same search as the first one, when that asked for any one term: its hits)
+        more = found if first_search == (options.limit, 1) else await store.search(
+            session_id, terms, limit=options.limit, folded=True, min_matched=1,
+            snippets=False)
         lesser = lesser_hits(more, hits, live_from)
         if lesser:
             await _add_lesser(store, session_id, packer, lesser, messages, live_from)
