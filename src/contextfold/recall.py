@@ -46,6 +46,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from .errors import ConfigError
@@ -319,13 +320,19 @@ def turn_seqs(hits: Sequence[SearchHitLike], live_from: int | None) -> list[int]
     return sorted(seqs)
 
 
+@lru_cache(maxsize=1024)
+def _name_terms(name: str) -> tuple[str, ...]:
+    """A speaker's name as query terms (folded as the index folds words)."""
+    return tuple(clean_terms([name]))
+
+
 def speaker_terms(terms: Sequence[str], speakers: Iterable[StoredMessage]) -> set[str]:
     """The query ``terms`` that name a speaker of ``speakers`` (a message's ``name``,
     folded as the index folds words): a store does not index who said a message."""
     names: set[str] = set()
     for item in speakers:
         if item.message.name:
-            names.update(clean_terms([item.message.name]))
+            names.update(_name_terms(item.message.name))
     return {t for t in terms if t in names}
 
 
@@ -335,7 +342,7 @@ def speaker_bonus(messages: Iterable[StoredMessage], named: set[str]) -> dict[in
     counted it then): the message matches that term too."""
     out: dict[int, int] = {}
     for item in messages:
-        who = named.intersection(clean_terms([item.message.name])) if item.message.name \
+        who = named.intersection(_name_terms(item.message.name)) if item.message.name \
             else set()
         if who and not matched_terms(index_text(item.message), sorted(who)):
             out[item.seq] = 1
@@ -482,11 +489,11 @@ async def recall_into(
     messages.update((m.seq, m) for m in fetched if m.folded)
     packer = Packer(messages, counter, room, options, summary_text)
     packer.add_spans(plan_spans(hits, messages, options))
-    first = packer.layout()
-    if first is None:
+    laid = packer.layout()
+    if laid is None:
         return ctx
     if (options.lesser and len(hits) < options.limit
-            and room - first[1] >= LESSER_ROOM and not packer.full):
+            and room - laid[1] >= LESSER_ROOM and not packer.full):
         # the hits that pass the gate (all the store has) leave room: the best matches
         # of fewer of the query's terms take what is left (:func:`lesser_hits`)
         # (the same search as the first one, when that asked for any one term: its hits)

@@ -247,6 +247,9 @@ class Packer:
         # the tokens of each seq's line, or None when it is not shown (not fetched, or
         # quoted by the summary): worked out once per seq, however often it is tried
         self._costs: dict[int, int | None] = {}
+        # (role, name) -> (the framing of such a message, the tokens of its line's speaker
+        # with the newline, date and gap allowance)
+        self._speakers: dict[tuple[str, str | None], tuple[int, int]] = {}
         self.used = _frame_tokens(counter)
         self._laid: tuple[tuple[list[str], int, tuple[int, ...]] | None] | None = None
 
@@ -274,9 +277,20 @@ class Packer:
             return None
         counter = self.counter
         max_tokens = self.options.max_message_tokens
-        text = _text_tokens(item, counter)
-        if text is not None and text <= max_tokens:
-            return text + count_repeated(counter, _who(item) + ": ") + 2  # newline, date, gap
+        if isinstance(content, str) and not msg.tool_calls and not msg.tool_call_id:
+            # a text message: its text's tokens are the stored count less its framing
+            # (:func:`_text_tokens`), its speaker's as counted before (per role and name)
+            key = (msg.role, msg.name)
+            speaker = self._speakers.get(key)
+            if speaker is None:
+                framing = MESSAGE_OVERHEAD_TOKENS
+                if msg.name:
+                    framing += NAME_OVERHEAD_TOKENS + count_repeated(counter, msg.name)
+                speaker = self._speakers[key] = (
+                    framing, count_repeated(counter, _who(item) + ": ") + 2)  # newline etc.
+            text = item.tokens - speaker[0]
+            if text <= max_tokens:
+                return max(0, text) + speaker[1]
         line = self._lines[seq] = message_line(item, counter, max_tokens)
         return counter.count(line) + 2
 
