@@ -35,8 +35,8 @@ Contract (easy to break, tested in ``tests/test_recall*.py``):
   and never reaches the summarizer.
 
 The pure parts (:func:`implicit_query`, :func:`plan_spans`, :func:`render_block`,
-:func:`with_block`) take no store; :func:`recall_into` does the two store reads (search,
-fetch) and is awaited by the engine.
+:func:`with_block`) take no store; :func:`recall_into` does the store reads (searches,
+fetches) and is awaited by the engine.
 """
 
 from __future__ import annotations
@@ -442,7 +442,12 @@ async def recall_into(
 ) -> Context:
     """``ctx`` with the recalled block for ``query`` (None: the implicit query, behind the
     gate), or ``ctx`` itself when nothing is worth showing or there is no room. Reads the
-    store twice at most: one search, one fetch of the hits and their neighbours."""
+    store: one search and one fetch of the hits and their neighbours (a fetch of the hits
+    first when the query names a speaker); for the second tier, when the room left can
+    take a line, one more search (none when the first was for any one term) and fetches
+    of its turns, best first, a part at a time, only as far as the room can take them
+    (:class:`~.recall_block.Packer` packs the block a tier at a time: the same block as
+    :func:`build_block` of both tiers)."""
     if ctx.budget is None:
         room = options.room(ctx.tokens * 4 or 4000)
     else:
