@@ -221,3 +221,41 @@ def test_memory_store_indexes_when_a_search_needs_it() -> None:
         assert [h.seq for h in await deleting.search("s", ["ferry"])] == [5]
 
     asyncio.run(main())
+
+
+def test_terms_no_message_holds_leave_the_hits_and_scores_as_they_are(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    """A term no indexed message holds is left out of the FTS5 query when it is a group of
+    its own (it matches nothing, and adds exactly 0 to any row's BM25): the same hits with
+    the same scores, bit for bit, as the query with it; in an AND group it stays (its other
+    terms weigh in the rank of rows other groups match)."""
+    sent: list[str] = []
+    ranked = sqlite_search._ranked
+
+    def spy(conn: sqlite3.Connection, expression: str, *args: Any) -> Any:
+        sent.append(expression)
+        return ranked(conn, expression, *args)
+
+    def every_group(groups: Any, exact: Any, absent: Any) -> str:
+        return sqlite_search.match_expression(groups, exact)
+
+    monkeypatch.setattr(sqlite_search, "_ranked", spy)
+
+    async def run() -> None:
+        store = SQLiteStore(tmp_path / "absent.db")
+        await store.setup()
+        await store.append("s", [_p(t) for t in TEXTS], T0)
+        terms = ["ferry", "zzyzx", "noon", "bodrum", "qqqq"]
+        for min_matched in (1, 2):
+            sent.clear()
+            got = await store.search("s", terms, limit=10, min_matched=min_matched)
+            assert sent and all(("zzyzx" in e) == (min_matched > 1) for e in sent)
+            with monkeypatch.context() as m:
+                m.setattr(sqlite_search, "_expression", every_group)
+                every = await store.search("s", terms, limit=10, min_matched=min_matched)
+            assert [(h.seq, h.score, h.matched) for h in got] == \
+                [(h.seq, h.score, h.matched) for h in every] != []
+        assert await store.search("s", ["zzyzx", "qqqq"], limit=10) == []
+        await store.close()
+
+    asyncio.run(run())

@@ -35,8 +35,8 @@ Contract (easy to break, tested in ``tests/test_recall*.py``):
   and never reaches the summarizer.
 
 The pure parts (:func:`implicit_query`, :func:`plan_spans`, :func:`render_block`,
-:func:`with_block`) take no store; :func:`recall_into` does the two store reads (search,
-fetch) and is awaited by the engine.
+:func:`with_block`) take no store; :func:`recall_into` does the store reads (searches,
+fetches) and is awaited by the engine.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from .errors import ConfigError
@@ -54,6 +55,7 @@ from .policy import Policy, TokenBudget
 from .recall_block import (
     RECALL_HEADER,
     RECALL_METADATA,
+    Packer,
     RecallBlock,
     _speaker,
     build_block,
@@ -289,6 +291,9 @@ def relevant(hits: Iterable[SearchHitLike], n_terms: int, options: Recall,
 #: Tokens the block must leave free for :func:`lesser_hits` to be searched (about two
 #: recalled lines).
 LESSER_ROOM = 64
+#: The fewest second-tier hits whose turns one fetch reads (:func:`recall_into` reads
+#: them a part at a time, as far as the room can take them).
+LESSER_PART = 4
 
 
 def lesser_hits(found: Iterable[SearchHitLike], hits: Sequence[SearchHitLike],
@@ -315,13 +320,19 @@ def turn_seqs(hits: Sequence[SearchHitLike], live_from: int | None) -> list[int]
     return sorted(seqs)
 
 
+@lru_cache(maxsize=1024)
+def _name_terms(name: str) -> tuple[str, ...]:
+    """A speaker's name as query terms (folded as the index folds words)."""
+    return tuple(clean_terms([name]))
+
+
 def speaker_terms(terms: Sequence[str], speakers: Iterable[StoredMessage]) -> set[str]:
     """The query ``terms`` that name a speaker of ``speakers`` (a message's ``name``,
     folded as the index folds words): a store does not index who said a message."""
     names: set[str] = set()
     for item in speakers:
         if item.message.name:
-            names.update(clean_terms([item.message.name]))
+            names.update(_name_terms(item.message.name))
     return {t for t in terms if t in names}
 
 
@@ -331,7 +342,7 @@ def speaker_bonus(messages: Iterable[StoredMessage], named: set[str]) -> dict[in
     counted it then): the message matches that term too."""
     out: dict[int, int] = {}
     for item in messages:
-        who = named.intersection(clean_terms([item.message.name])) if item.message.name \
+        who = named.intersection(_name_terms(item.message.name)) if item.message.name \
             else set()
         if who and not matched_terms(index_text(item.message), sorted(who)):
             out[item.seq] = 1
@@ -355,13 +366,15 @@ def wanted_seqs(hits: Sequence[SearchHitLike], options: Recall,
 
 
 def plan_spans(hits: Sequence[SearchHitLike], messages: Mapping[int, StoredMessage],
-               options: Recall) -> list[tuple[int, list[int]]]:
+               options: Recall, others: Iterable[int] = ()) -> list[tuple[int, list[int]]]:
     """Each hit as a whole turn, best hit first: the hit, the turn that answers it (the
     next message by another speaker, when the hit asks) or the question it answers (the
     previous message by another speaker, when that asks), and within ``neighbours`` the
-    turns that match the query too (hits themselves) with the turns between. (hit seq,
-    span of seqs oldest first); a span never crosses a message not fetched."""
+    turns that match the query too (hits themselves, and the seqs of ``others``: hits of
+    the same search planned apart) with the turns between. (hit seq, span of seqs oldest
+    first); a span never crosses a message not fetched."""
     hit_seqs = {h.seq for h in hits}
+    hit_seqs.update(others)
     spans: list[tuple[int, list[int]]] = []
     for h in hits:
         if h.seq not in messages:
@@ -429,7 +442,12 @@ async def recall_into(
 ) -> Context:
     """``ctx`` with the recalled block for ``query`` (None: the implicit query, behind the
     gate), or ``ctx`` itself when nothing is worth showing or there is no room. Reads the
-    store twice at most: one search, one fetch of the hits and their neighbours."""
+    store: one search and one fetch of the hits and their neighbours (a fetch of the hits
+    first when the query names a speaker); for the second tier, when the room left can
+    take a line, one more search (none when the first was for any one term) and fetches
+    of its turns, best first, a part at a time, only as far as the room can take them
+    (:class:`~.recall_block.Packer` packs the block a tier at a time: the same block as
+    :func:`build_block` of both tiers)."""
     if ctx.budget is None:
         room = options.room(ctx.tokens * 4 or 4000)
     else:
@@ -458,9 +476,10 @@ async def recall_into(
     # a hit said by a speaker the query names matches that name too (names are not
     # indexed): such a query searches for one term fewer, and the hits are fetched first
     named = speaker_terms(terms, live) if options.speakers else set()
-    found = await store.search(
-        session_id, terms, limit=options.limit * (2 if months else 1), folded=True,
-        min_matched=max(1, need - bool(months) - bool(named)), snippets=False)
+    first_search = (options.limit * (2 if months else 1),
+                    max(1, need - bool(months) - bool(named)))  # (limit, min_matched)
+    found = await store.search(session_id, terms, limit=first_search[0], folded=True,
+                               min_matched=first_search[1], snippets=False)
     bonus: dict[int, int] = {}
     messages: dict[int, StoredMessage] = {}
     if named and found:
@@ -473,19 +492,55 @@ async def recall_into(
     wanted = [s for s in wanted_seqs(hits, options, live_from) if s not in messages]
     fetched = await store.fetch(session_id, wanted) if wanted else []
     messages.update((m.seq, m) for m in fetched if m.folded)
-    spans = plan_spans(hits, messages, options)
-    block = build_block(spans, messages, counter, room, options, summary_text)
-    if (options.lesser and block is not None and len(hits) < options.limit
-            and room - block.tokens >= LESSER_ROOM):
+    packer = Packer(messages, counter, room, options, summary_text)
+    packer.add_spans(plan_spans(hits, messages, options))
+    laid = packer.layout()
+    if laid is None:
+        return ctx
+    if (options.lesser and len(hits) < options.limit
+            and room - laid[1] >= LESSER_ROOM and not packer.full):
         # the hits that pass the gate (all the store has) leave room: the best matches
         # of fewer of the query's terms take what is left (:func:`lesser_hits`)
-        more = await store.search(session_id, terms, limit=options.limit, folded=True,
-                                  min_matched=1, snippets=False)
+        # (the same search as the first one, when that asked for any one term: its hits)
+        more = found if first_search == (options.limit, 1) else await store.search(
+            session_id, terms, limit=options.limit, folded=True, min_matched=1,
+            snippets=False)
         lesser = lesser_hits(more, hits, live_from)
         if lesser:
-            wanted = [s for s in turn_seqs(lesser, live_from) if s not in messages]
-            fetched = await store.fetch(session_id, wanted) if wanted else []
-            messages.update((m.seq, m) for m in fetched if m.folded)
-            block = build_block(spans, messages, counter, room, options, summary_text,
-                                lesser=plan_spans(lesser, messages, options))
+            await _add_lesser(store, session_id, packer, lesser, messages, live_from)
+    block = packer.block()
     return ctx if block is None else with_block(ctx, block)
+
+
+def _part_size(packer: Packer) -> int:
+    """How many second-tier hits to fetch the turns of next: about as many as the room
+    left can show (two lines each, at the size of the lines taken so far), and a few
+    more; at least :data:`LESSER_PART`."""
+    line = packer.used / len(packer.chosen) if packer.chosen else 32.0
+    return max(LESSER_PART, math.ceil(packer.free / max(1.0, 2 * line)) + 2)
+
+
+async def _add_lesser(store: Store, session_id: str, packer: Packer,
+                      lesser: Sequence[SearchHitLike], messages: dict[int, StoredMessage],
+                      live_from: int | None) -> None:
+    """The second tier into ``packer``'s room, best first, its turns fetched a part at a
+    time — only as far as the room can still take a line. The same block as fetching
+    every lesser hit's turn first: a part fetches the turns of its hits and of the lesser
+    hits near enough for a span to reach (``neighbours + 1``), so each span is planned on
+    the messages it would have been planned on."""
+    options = packer.options
+    seqs = [h.seq for h in lesser]
+    reach = options.neighbours + 1
+    done = 0
+    while done < len(lesser) and not packer.full:
+        part = lesser[done:done + _part_size(packer)]
+        done += len(part)
+        if done >= len(lesser):
+            near = lesser
+        else:
+            window = {p.seq + d for p in part for d in range(-reach, reach + 1)}
+            near = [h for h in lesser if h.seq in window]
+        wanted = [s for s in turn_seqs(near, live_from) if s not in messages]
+        fetched = await store.fetch(session_id, wanted) if wanted else []
+        messages.update((m.seq, m) for m in fetched if m.folded)
+        packer.add_lesser(plan_spans(part, messages, options, others=seqs))

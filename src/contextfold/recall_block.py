@@ -25,8 +25,10 @@ if TYPE_CHECKING:
     from .recall import Recall
 
 __all__ = [
+    "MIN_LINE_TOKENS",
     "RECALL_HEADER",
     "RECALL_METADATA",
+    "Packer",
     "RecallBlock",
     "build_block",
     "message_line",
@@ -211,40 +213,96 @@ def build_block(spans: Sequence[tuple[int, Sequence[int]]],
     does not fit), so they never take the place of anything above. None when nothing
     fits.
     A message the summary already quotes whole is left out (it adds nothing), and with a
-    hit so quoted its whole span (the turns around it were there for it)."""
-    quoted = _one_line(summary_text) if summary_text else ""
-    chosen: dict[int, StoredMessage] = {}
-    lines: dict[int, str] = {}
-    # the tokens of each seq's line, or None when it is not shown (not fetched, or quoted
-    # by the summary): worked out once per seq, however often it is tried
-    costs: dict[int, int | None] = {}
-    used = _frame_tokens(counter)
-    max_tokens = options.max_message_tokens
+    hit so quoted its whole span (the turns around it were there for it).
+    (:class:`Packer` does the same a tier at a time.)"""
+    packer = Packer(messages, counter, room, options, summary_text)
+    packer.add_spans(spans)
+    packer.add_lesser(lesser)
+    return packer.block()
 
-    def line_cost(seq: int) -> int | None:
+
+#: The fewest tokens a recalled line is costed at (its text may count none, its speaker
+#: none with some counters; the newline, date and gap allowance is 2): when less room is
+#: left, nothing more fits.
+MIN_LINE_TOKENS = 2
+
+
+class Packer:
+    """:func:`build_block`, a tier at a time: :meth:`add_spans` (the hits that pass the
+    gate, with their frames and neighbours), then :meth:`add_lesser` as often as wanted
+    (the second tier, best first, in as many parts as it is fetched), :meth:`block` at
+    any point — the same block as :func:`build_block` of everything added so far.
+    ``messages`` may grow between the calls (what a later part fetched): a line is costed
+    once, when it is first tried."""
+
+    def __init__(self, messages: Mapping[int, StoredMessage], counter: TokenCounter,
+                 room: int, options: Recall, summary_text: str | None = None) -> None:
+        self.messages = messages
+        self.counter = counter
+        self.room = room
+        self.options = options
+        self._quoted = _one_line(summary_text) if summary_text else ""
+        self.chosen: dict[int, StoredMessage] = {}
+        self._lines: dict[int, str] = {}
+        # the tokens of each seq's line, or None when it is not shown (not fetched, or
+        # quoted by the summary): worked out once per seq, however often it is tried
+        self._costs: dict[int, int | None] = {}
+        # (role, name) -> (the framing of such a message, the tokens of its line's speaker
+        # with the newline, date and gap allowance)
+        self._speakers: dict[tuple[str, str | None], tuple[int, int]] = {}
+        self.used = _frame_tokens(counter)
+        self._laid: tuple[tuple[list[str], int, tuple[int, ...]] | None] | None = None
+
+    @property
+    def free(self) -> int:
+        """Tokens of the room not taken (by the estimates lines are taken at)."""
+        return self.room - self.used
+
+    @property
+    def full(self) -> bool:
+        """Whether no line can be added any more (less room left than any line costs)."""
+        return self.room - self.used < MIN_LINE_TOKENS
+
+    def _line_cost(self, seq: int) -> int | None:
         """A line's tokens, estimated from the stored count (the block is counted exactly
         once laid out); counted on the line itself when that count cannot tell. None: not
         shown (not fetched, or quoted by the summary)."""
-        item = messages.get(seq)
+        item = self.messages.get(seq)
         if item is None:
             return None
         msg = item.message
         content = msg.content
+        quoted = self._quoted
         if quoted and _quoted(content if isinstance(content, str) else msg.text, quoted):
             return None
-        text = _text_tokens(item, counter)
-        if text is not None and text <= max_tokens:
-            return text + count_repeated(counter, _who(item) + ": ") + 2  # newline, date, gap
-        lines[seq] = message_line(item, counter, max_tokens)
-        return counter.count(lines[seq]) + 2
+        counter = self.counter
+        max_tokens = self.options.max_message_tokens
+        if isinstance(content, str) and not msg.tool_calls and not msg.tool_call_id:
+            # a text message: its text's tokens are the stored count less its framing
+            # (:func:`_text_tokens`), its speaker's as counted before (per role and name)
+            key = (msg.role, msg.name)
+            speaker = self._speakers.get(key)
+            if speaker is None:
+                framing = MESSAGE_OVERHEAD_TOKENS
+                if msg.name:
+                    framing += NAME_OVERHEAD_TOKENS + count_repeated(counter, msg.name)
+                speaker = self._speakers[key] = (
+                    framing, count_repeated(counter, _who(item) + ": ") + 2)  # newline etc.
+            text = item.tokens - speaker[0]
+            if text <= max_tokens:
+                return max(0, text) + speaker[1]
+        line = self._lines[seq] = message_line(item, counter, max_tokens)
+        return counter.count(line) + 2
 
-    def known(item: StoredMessage) -> bool:
-        return bool(quoted) and _quoted(item.text, quoted)
+    def _known(self, hit: int) -> bool:
+        """Whether the summary quotes hit ``hit`` whole."""
+        item = self.messages.get(hit)
+        return item is not None and bool(self._quoted) and _quoted(item.text, self._quoted)
 
-    def take(seqs: Sequence[int]) -> bool:
+    def _take(self, seqs: Sequence[int]) -> bool:
         """Add the messages of ``seqs`` not shown yet, all or none, if they fit (False:
         they do not)."""
-        nonlocal used
+        chosen, costs = self.chosen, self._costs
         new: list[int] = []
         cost = 0
         for seq in seqs:
@@ -253,51 +311,97 @@ def build_block(spans: Sequence[tuple[int, Sequence[int]]],
             if seq in costs:
                 tokens = costs[seq]
             else:
-                tokens = costs[seq] = line_cost(seq)
+                tokens = costs[seq] = self._line_cost(seq)
             if tokens is not None:
                 new.append(seq)
                 cost += tokens
         if not new:
             return True
-        if used + cost > room:
+        if self.used + cost > self.room:
             return False
-        used += cost
+        self.used += cost
+        self._laid = None
+        messages = self.messages
         for seq in new:
             chosen[seq] = messages[seq]
         return True
 
-    hits = [(hit, span) for hit, span in spans
-            if not (hit in messages and known(messages[hit]))]
-    for rank, (hit, span) in enumerate(hits):
-        if not take(span):  # too big with the hits around it: the hit's own turn, at least
-            take(_own_turn(hit, span, messages))
-        elif rank < options.framed:  # the best hits with the turns around them
-            take([span[0] - 1])
-            for after in range(1, options.frame_after + 1):
-                take([span[-1] + after])
-    # room left: the turns around the best hits, nearest first, up to ``neighbours`` away
-    for d in range(1, options.neighbours + 1):
-        for hit, _ in hits:
-            if hit in chosen:
-                take([hit - d])
-                take([hit + d])
-    for hit, span in lesser:  # the second tier: only the room left
-        if not (hit in messages and known(messages[hit])) and not take(span):
-            take(_own_turn(hit, span, messages))
-    for seq, item in chosen.items():
-        if seq not in lines:
-            lines[seq] = message_line(item, counter, options.max_message_tokens,
-                                      _text_tokens(item, counter))
-    while chosen:
-        parts = _block_lines(_runs(chosen), lines)
-        message = _block_message("\n".join(parts))
-        tokens = framing_tokens(counter, message) + _text_count(counter, parts)
-        if tokens <= room:
-            return RecallBlock(message, tokens, tuple(sorted(chosen)))
-        freed = 0  # the estimate was short: drop the last taken until it covers the excess
-        while chosen and freed < tokens - room:
-            freed += costs.get(chosen.popitem()[0]) or 1
-    return None
+    def add_spans(self, spans: Sequence[tuple[int, Sequence[int]]]) -> None:
+        """The first tier (:func:`build_block`'s ``spans``): each hit's span, or its own
+        turn, best first, the best with their frames; then the turns around them."""
+        options, take, messages = self.options, self._take, self.messages
+        hits = [(hit, span) for hit, span in spans if not self._known(hit)]
+        for rank, (hit, span) in enumerate(hits):
+            if self.full:  # (nothing more can be taken)
+                return
+            if not take(span):  # too big with the hits around it: the hit's own turn
+                take(_own_turn(hit, span, messages))
+            elif rank < options.framed:  # the best hits with the turns around them
+                take([span[0] - 1])
+                for after in range(1, options.frame_after + 1):
+                    take([span[-1] + after])
+        # room left: the turns around the best hits, nearest first, up to ``neighbours``
+        chosen = self.chosen
+        for d in range(1, options.neighbours + 1):
+            for hit, _ in hits:
+                if self.room - self.used < MIN_LINE_TOKENS:
+                    return
+                if hit in chosen:
+                    take([hit - d])
+                    take([hit + d])
+
+    def add_lesser(self, lesser: Sequence[tuple[int, Sequence[int]]]) -> None:
+        """Second-tier spans (best first) in the room left: a span, or its hit's own turn."""
+        for hit, span in lesser:
+            if self.full:
+                return
+            if not self._known(hit) and not self._take(span):
+                self._take(_own_turn(hit, span, self.messages))
+
+    def layout(self) -> tuple[list[str], int, tuple[int, ...]] | None:
+        """The block of what was taken, laid out and counted exactly — its lines, tokens
+        and seqs — without making its message; when the estimates were short, the last
+        lines taken are left out until it fits. None: nothing fits."""
+        if self._laid is None:
+            self._laid = (self._layout(),)
+        return self._laid[0]
+
+    def _layout(self) -> tuple[list[str], int, tuple[int, ...]] | None:
+        counter, room, lines = self.counter, self.room, self._lines
+        chosen = dict(self.chosen)
+        for seq, item in chosen.items():
+            if seq not in lines:
+                lines[seq] = message_line(item, counter, self.options.max_message_tokens,
+                                          _text_tokens(item, counter))
+        framing = _block_framing(counter)
+        while chosen:
+            parts = _block_lines(_runs(chosen), lines)
+            tokens = framing + _text_count(counter, parts)
+            if tokens <= room:
+                return parts, tokens, tuple(sorted(chosen))
+            freed = 0  # the estimate was short: drop the last taken until it covers it
+            while chosen and freed < tokens - room:
+                freed += self._costs.get(chosen.popitem()[0]) or 1
+        return None
+
+    def block(self) -> RecallBlock | None:
+        """:meth:`layout` as the block's message. None: nothing fits."""
+        laid = self.layout()
+        if laid is None:
+            return None
+        parts, tokens, seqs = laid
+        return RecallBlock(_block_message("\n".join(parts)), tokens, seqs)
+
+
+_FRAMING: dict[str, int] = {}  # counter name -> the block message's framing tokens
+
+
+def _block_framing(counter: TokenCounter) -> int:
+    """The tokens the block's message costs beyond its text (the same for every text)."""
+    tokens = _FRAMING.get(counter.name)
+    if tokens is None:
+        tokens = _FRAMING[counter.name] = framing_tokens(counter, _block_message(RECALL_HEADER))
+    return tokens
 
 
 _FRAMES: dict[str, int] = {}  # counter name -> tokens of the empty block

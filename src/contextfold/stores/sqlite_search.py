@@ -263,17 +263,32 @@ def search_ids(
     vocab = vocabulary(conn, terms) if cache is None else cache.get(conn, terms)
     exact = {t for t, (_, single) in vocab.items() if single}
     counts = {t: count for t, (count, _) in vocab.items()}
+    absent = {t for t, count in counts.items() if not count}
     narrow = selective_search(groups, broad_terms(counts))
     if narrow is not None:
-        found = _ranked(conn, match_expression(narrow, exact), first, last, limit)
+        found = _ranked(conn, _expression(narrow, exact, absent), first, last, limit)
         if len(found) >= limit:
             return found
-    return _ranked(conn, match_expression(groups, exact), first, last, limit)
+    return _ranked(conn, _expression(groups, exact, absent), first, last, limit)
+
+
+def _expression(groups: Sequence[Sequence[str]], exact: set[str], absent: set[str]) -> str:
+    """:func:`match_expression` without the single-term groups of ``absent`` terms (no
+    indexed message holds them): they match nothing, and a phrase a message does not hold
+    adds exactly 0 to its BM25, so the rows and scores are the same — but FTS5 still
+    visits every phrase for every row it scores. (A term of an AND group stays: its
+    phrase weighs in the score of a message matched by another group.) ``""``: nothing
+    can match."""
+    if absent:
+        groups = [g for g in groups if len(g) > 1 or g[0] not in absent]
+    return match_expression(groups, exact) if groups else ""
 
 
 def _ranked(
     conn: sqlite3.Connection, expression: str, first: int, last: int, limit: int
 ) -> list[tuple[int, float, str]]:
+    if not expression:
+        return []
     # bm25() ordered by SQLite's own top-N sort: the same rows, scores and order as FTS5's
     # ``ORDER BY rank`` (ties: the lower rowid first, as FTS5 returns them), which sorts
     # every match in a nested statement first — 0.6x the time on the LoCoMo questions
