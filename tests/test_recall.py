@@ -6,7 +6,6 @@ PostgreSQL full-text search, the memory store's in-process index)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -39,17 +38,6 @@ FILLER = [
     "Mostly, a bit of drizzle near the end but nothing serious.",
     "We should grab coffee next week and catch up properly.",
 ]
-
-
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def store_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-              ) -> Iterator[str]:
-    if request.param == "memory":
-        yield "memory://"
-    elif request.param == "sqlite":
-        yield f"sqlite:///{tmp_path_factory.mktemp('recall') / 'r.db'}"
-    else:
-        yield request.getfixturevalue("pg_database")
 
 
 @pytest.fixture

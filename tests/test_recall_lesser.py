@@ -6,7 +6,6 @@ tier (a query that finds nothing worth its tokens still gets the plain context).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -45,17 +44,6 @@ class Terse:
 
     async def summarize(self, request: SummaryRequest) -> SummaryResult:
         return SummaryResult(text="John and Maria caught up about their weeks.")
-
-
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def store_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-              ) -> Iterator[str]:
-    if request.param == "memory":
-        yield "memory://"
-    elif request.param == "sqlite":
-        yield f"sqlite:///{tmp_path_factory.mktemp('lesser') / 'l.db'}"
-    else:
-        yield request.getfixturevalue("pg_database")
 
 
 def turn(i: int, text: str, day: int) -> Message:

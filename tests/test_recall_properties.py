@@ -5,7 +5,7 @@ block taken out — exactly the context without recall. On all three stores."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -20,6 +20,7 @@ from contextfold.recall import RECALL_HEADER, Recall
 from contextfold.stores import open_store
 from contextfold.stores.base import Store
 from contextfold.tokens import REPLY_PRIMING_TOKENS, count_message, get_counter
+from tests.conftest import store_url_of
 from tests.strategies import transcripts
 
 QUERY_WORDS = ["alpha", "Bob", "Paris", "plan", "error", "tool", "lookup", "did", "when",
@@ -37,13 +38,8 @@ ops = st.lists(
 
 @pytest.fixture(scope="module", params=["memory", "sqlite", "postgres"])
 def store_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-              ) -> Iterator[str]:
-    if request.param == "memory":
-        yield "memory://"
-    elif request.param == "sqlite":
-        yield f"sqlite:///{tmp_path_factory.mktemp('rprop') / 'p.db'}"
-    else:
-        yield request.getfixturevalue("pg_database")
+              ) -> str:
+    return store_url_of(request.param, request, tmp_path_factory)
 
 
 def unsplit(messages: Sequence[Message]) -> bool:
