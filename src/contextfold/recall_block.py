@@ -344,7 +344,7 @@ class Packer:
         chosen = self.chosen
         for d in range(1, options.neighbours + 1):
             for hit, _ in hits:
-                if self.room - self.used < MIN_LINE_TOKENS:
+                if self.full:
                     return
                 if hit in chosen:
                     take([hit - d])
