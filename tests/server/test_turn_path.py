@@ -63,12 +63,18 @@ def test_failed_key_checks_count_across_both_ways(tmp_path: Path) -> None:
         served.stop()
 
 
-def test_middleware_added_to_the_app_sees_turn_requests(tmp_path: Path) -> None:
+def keyed_store(tmp_path: Path) -> tuple[str, str]:
+    """A SQLite store URL with a catalog holding one key (of tenant "t"), and the key."""
     store = f"sqlite:///{tmp_path / 'm.db'}"
     catalog = open_catalog(store)
     catalog.setup()
     key = create_key(catalog, "t")[0]
     catalog.close()
+    return store, key
+
+
+def test_middleware_added_to_the_app_sees_turn_requests(tmp_path: Path) -> None:
+    store, key = keyed_store(tmp_path)
     app = create_app(ServerConfig(), store)
     seen: list[str] = []
 
@@ -98,11 +104,7 @@ def test_middleware_added_to_the_app_sees_turn_requests(tmp_path: Path) -> None:
 
 
 def test_a_context_read_with_a_body_over_the_limit_is_refused(tmp_path: Path) -> None:
-    store = f"sqlite:///{tmp_path / 'm.db'}"
-    catalog = open_catalog(store)
-    catalog.setup()
-    key = create_key(catalog, "t")[0]
-    catalog.close()
+    store, key = keyed_store(tmp_path)
     app = create_app(ServerConfig.model_validate({"limits": {"max_body_bytes": 1024}}), store)
 
     async def main() -> None:
