@@ -4,6 +4,7 @@ started again and loses nothing, and no fold worker outlives its server (even ki
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import time
@@ -13,6 +14,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+from contextfold.server.fold_workers import lower_priority
 
 from .conftest import Served, start_server, user
 
@@ -111,6 +114,57 @@ def test_fold_workers_run_below_the_servers_cpu_priority(served: Served) -> None
     server = os.getpriority(os.PRIO_PROCESS, served.process.pid)
     for pid in workers:
         assert os.getpriority(os.PRIO_PROCESS, pid) == min(19, server + 10)
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="Linux scheduling classes")
+def test_fold_workers_and_all_their_threads_run_in_the_idle_class(served: Served) -> None:
+    """On busy cores a fold waits for CPU time nothing else wants (``fold_workers.idle``,
+    on by default): the worker and every thread it started (summarizer, store)."""
+    workers = wait_for(lambda: fold_workers_of(served.process.pid))
+    assert isinstance(workers, list)
+    assert os.sched_getscheduler(served.process.pid) == os.SCHED_OTHER
+    for pid in workers:
+        # once it is at work: the store's and the summarizer's threads have started
+        threads = wait_for(lambda p=pid: [int(t) for t in os.listdir(f"/proc/{p}/task")][1:])
+        assert isinstance(threads, list)
+        threads.append(pid)
+        assert {os.sched_getscheduler(t) for t in threads} == {os.SCHED_IDLE}
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="Linux scheduling classes")
+def test_idle_false_leaves_the_fold_workers_in_the_normal_class(tmp_path: Path) -> None:
+    config = {**BACKGROUND, "fold_workers": {**BACKGROUND["fold_workers"], "idle": False}}
+    served = start_server(tmp_path, config=config)
+    try:
+        workers = wait_for(lambda: fold_workers_of(served.process.pid))
+        assert isinstance(workers, list)
+        for pid in workers:
+            assert os.sched_getscheduler(pid) == os.SCHED_OTHER
+            assert os.getpriority(os.PRIO_PROCESS, pid) == min(
+                19, os.getpriority(os.PRIO_PROCESS, served.process.pid) + 10)
+    finally:
+        served.stop()
+
+
+def test_a_platform_refusing_the_idle_class_keeps_nice_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    niced: list[int] = []
+    monkeypatch.setattr(os, "nice", lambda n: niced.append(n) or n, raising=False)
+    monkeypatch.setattr(os, "SCHED_IDLE", 5, raising=False)
+    monkeypatch.setattr(os, "sched_param", lambda p: p, raising=False)
+
+    def refuse(pid: int, policy: int, param: object) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "sched_setscheduler", refuse, raising=False)
+    with caplog.at_level(logging.WARNING, logger="contextfold.server.folds"):
+        lower_priority(10, idle=True)
+    assert niced == [10]
+    assert "SCHED_IDLE not available" in caplog.text and "nice 10" in caplog.text
+    niced.clear()
+    lower_priority(0, idle=False)  # neither: nothing is touched
+    assert niced == []
 
 
 def test_fold_workers_share_the_servers_session_in_a_group_of_their_own(

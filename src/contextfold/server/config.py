@@ -16,6 +16,8 @@
       poll_interval: 0.5        # seconds between looks for due sessions when idle
       nice: 10                  # CPU priority below the server's (0: the same; Unix): on
                                 # busy cores requests come first, folds catch up after
+      idle: true                # Linux: folds get only CPU time nothing else wants
+                                # (SCHED_IDLE); false: only `nice` ranks them
       restart_pause: 0.5        # a worker that exits is started again after this many
       restart_pause_max: 10     # seconds, doubled up to the max while it keeps failing
                                 # (within 30 s of its start); its replacement takes over
@@ -100,6 +102,7 @@ class FoldWorkers(BaseModel):
     lease_seconds: float = Field(default=30.0, ge=1, le=3600)
     poll_interval: float = Field(default=0.5, ge=0.05, le=60)
     nice: int = Field(default=10, ge=0, le=19)
+    idle: bool = True
     restart_pause: float = Field(default=0.5, ge=0, le=60)
     restart_pause_max: float = Field(default=10.0, ge=0, le=600)
     overdue_after_leases: int = Field(default=3, ge=0, le=1000)

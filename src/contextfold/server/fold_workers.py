@@ -29,6 +29,11 @@ get SIGTERM (parent death) and finish or release their folds as they stop; the l
 workers killed with it (a process group kill, the OOM killer) wait until they expire, as
 the leases of any process nobody saw exit must.
 
+A fold worker runs below the server's CPU priority (``fold_workers.nice``) and, on Linux,
+in the idle scheduling class (``fold_workers.idle``, :func:`lower_priority`): on busy
+cores requests come first and folds catch up with the CPU time left over; meanwhile the
+context stays within its budget, and a session left unfolded is logged (below).
+
 One worker process per server also logs a session left over its fold trigger, with no
 fold committed, for ``fold_workers.overdue_after_leases`` lease periods
 (:mod:`.fold_overdue`).
@@ -288,6 +293,22 @@ def _background_child() -> None:  # pragma: no cover - runs in the child before 
             ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
+def lower_priority(nice: int, *, idle: bool) -> None:
+    """Requests first: this process only ever runs background work. ``nice`` ranks it
+    below the server; ``idle`` (Linux's ``SCHED_IDLE``) gives it only CPU time no other
+    process wants, so on busy cores a fold waits instead of taking a turn from a request.
+    Called before any thread starts: the summarizer's and the store's threads inherit it.
+    Where the platform has neither, nothing changes."""
+    if nice and hasattr(os, "nice"):
+        os.nice(nice)
+    if idle and hasattr(os, "SCHED_IDLE"):
+        try:
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        except OSError as exc:  # e.g. a container's seccomp policy: nice still holds
+            log.warning("fold worker: SCHED_IDLE not available (%s); running at nice %d",
+                        exc, nice)
+
+
 async def _watch_parent(worker: Worker, parent: int) -> None:
     """Stop the worker when its server is gone (the portable half of parent death)."""
     while True:
@@ -314,8 +335,7 @@ def main() -> None:
     if os.getppid() != parent:  # the server died before this process got going
         return
     workers = config.fold_workers
-    if workers.nice and hasattr(os, "nice"):
-        os.nice(workers.nice)  # requests first: this process only ever runs background work
+    lower_priority(workers.nice, idle=workers.idle)
 
     def make_worker(
         memory: AsyncMemory, memory_for: Callable[[str], Awaitable[AsyncMemory]]
