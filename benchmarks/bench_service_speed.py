@@ -153,8 +153,9 @@ def bare_server(store: str, processes: int) -> Iterator[Target]:
 
 @contextmanager
 def contextfold_server(store: str, processes: int, home: Path, clients: int,
-                       src: str | None = None) -> Iterator[Target]:
-    """``contextfold serve`` (``src``: run from that checkout's source directory)."""
+                       src: str | None = None, config: Path | None = None) -> Iterator[Target]:
+    """``contextfold serve`` (``src``: run from that checkout's source directory;
+    ``config``: a server config file, else serve's defaults)."""
     from contextfold.server.catalog import open_catalog
     from contextfold.server.keys import create_key
 
@@ -169,7 +170,8 @@ def contextfold_server(store: str, processes: int, home: Path, clients: int,
     with log.open("wb") as err:
         proc = subprocess.Popen(  # serve's defaults: no --config
             [sys.executable, "-m", "contextfold.cli", "serve", "--port", str(port), "--db",
-             store, "--workers", str(processes), "--log-level", "warning"],
+             store, "--workers", str(processes), "--log-level", "warning",
+             *(["--config", str(config)] if config else [])],
             env={**os.environ, "CONTEXTFOLD_HOME": str(home),
                  **({"PYTHONPATH": src} if src else {})},
             stdout=subprocess.DEVNULL, stderr=err,
