@@ -14,10 +14,10 @@ on it instead of a copy. Both SQL stores keep one per store object.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections import OrderedDict
 from collections.abc import Iterable
 from operator import attrgetter
 
+from ..bounded import LRU
 from ..messages import StoredMessage
 from ..policy import SessionStats
 from .base import LiveWindow
@@ -29,8 +29,7 @@ class LiveCache:
     """The live lists of the ``size`` most recently read sessions."""
 
     def __init__(self, size: int = 1024) -> None:
-        self.size = size
-        self._lists: OrderedDict[str, tuple[int, int, list[StoredMessage]]] = OrderedDict()
+        self._lists: LRU[str, tuple[int, int, list[StoredMessage]]] = LRU(size)
 
     def after(self, session_id: str) -> int:
         """Read the session's rows with ``seq`` above this (0: all its live rows)."""
@@ -77,10 +76,7 @@ class LiveCache:
 
     def _keep(self, session_id: str, generation: int, last: int,
               live: list[StoredMessage]) -> None:
-        self._lists[session_id] = (generation, last, live)
-        self._lists.move_to_end(session_id)
-        if len(self._lists) > self.size:
-            self._lists.popitem(last=False)
+        self._lists.put(session_id, (generation, last, live))
 
     def forget(self, session_id: str) -> None:
         self._lists.pop(session_id, None)
