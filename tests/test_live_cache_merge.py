@@ -1,7 +1,8 @@
 """The PostgreSQL store's live cache (``stores.live_cache``) against overlapping reads: a
 session changes (appends, folds) while snapshots of it are taken and merged in any order,
-as concurrent context reads of one process do. Whatever the order, a merged window is the
-snapshot's live messages exactly, or None (the store then reads them all again)."""
+as concurrent context reads of one process do, and is deleted and created again under the
+same id (a new generation: same seqs, other messages). Whatever the order, a merged window
+is the snapshot's live messages exactly, or None (the store then reads them all again)."""
 
 from __future__ import annotations
 
@@ -25,10 +26,11 @@ class Read:
     after: int
     through: int
     last: int
+    generation: int = 1
 
 
-def stored(seq: int) -> StoredMessage:
-    return StoredMessage(seq, Message(role="user", content=f"m{seq}"), 1)
+def stored(seq: int, generation: int = 1) -> StoredMessage:
+    return StoredMessage(seq, Message(role="user", content=f"g{generation} m{seq}"), 1)
 
 
 def stats(read: Read) -> SessionStats:
@@ -40,12 +42,13 @@ def finish(cache: LiveCache, read: Read) -> tuple[LiveWindow, bool]:
     """Merge ``read`` as the store does (rows above max(through, after)); a None is
     followed by the full re-read, as in ``PostgresStore.snapshot``. Also: whether it
     took that re-read."""
-    rows = [stored(s) for s in range(max(read.through, read.after) + 1, read.last + 1)]
-    window = cache.merge(SID, "created", stats(read), read.after, iter(rows))
+    g = read.generation
+    rows = [stored(s, g) for s in range(max(read.through, read.after) + 1, read.last + 1)]
+    window = cache.merge(SID, g, stats(read), read.after, iter(rows))
     if window is not None:
         return window, False
-    full = [stored(s) for s in range(read.through + 1, read.last + 1)]
-    window = cache.merge(SID, "created", stats(read), 0, iter(full))
+    full = [stored(s, g) for s in range(read.through + 1, read.last + 1)]
+    window = cache.merge(SID, g, stats(read), 0, iter(full))
     assert window is not None
     return window, True
 
@@ -54,12 +57,17 @@ def seqs(window: LiveWindow) -> list[int]:
     return [m.seq for m in window]
 
 
+def expected(read: Read) -> list[StoredMessage]:
+    return [stored(s, read.generation) for s in range(read.through + 1, read.last + 1)]
+
+
 steps = st.lists(
     st.one_of(
         st.tuples(st.just("append"), st.integers(1, 4)),
         st.tuples(st.just("fold"), st.integers(0, 6)),
         st.tuples(st.just("start"), st.just(0)),
         st.tuples(st.just("finish"), st.integers(0, 5)),
+        st.tuples(st.just("recreate"), st.integers(0, 6)),
     ),
     max_size=60,
 )
@@ -70,6 +78,7 @@ steps = st.lists(
 def test_merged_windows_are_the_snapshots_live_messages(script: list[tuple[str, int]]) -> None:
     cache = LiveCache()
     through = last = 0
+    generation = 1
     pending: list[Read] = []
     windows: list[tuple[LiveWindow, Read]] = []
     for op, n in script:
@@ -77,15 +86,28 @@ def test_merged_windows_are_the_snapshots_live_messages(script: list[tuple[str, 
             last += n
         elif op == "fold":
             through = min(last, through + n)
+        elif op == "recreate":  # deleted and created again elsewhere, with n messages
+            generation, through, last = generation + 1, 0, n
         elif op == "start":
-            pending.append(Read(cache.after(SID), through, last))
+            pending.append(Read(cache.after(SID), through, last, generation))
         elif pending:
             read = pending.pop(n % len(pending))
             window, _ = finish(cache, read)
-            assert seqs(window) == list(range(read.through + 1, read.last + 1))
+            assert list(window) == expected(read)
             windows.append((window, read))
     for window, read in windows:  # windows handed out earlier never change afterwards
-        assert seqs(window) == list(range(read.through + 1, read.last + 1))
+        assert list(window) == expected(read)
+
+
+def test_a_recreated_session_with_fewer_messages_is_read_again() -> None:
+    """The list of a session deleted since, and created again (by another process, at
+    the same ``created_at``) with fewer messages, is not the new one's prefix."""
+    cache = LiveCache()
+    finish(cache, Read(0, 0, 5, generation=1))
+    window, reread = finish(cache, Read(5, 0, 2, generation=2))
+    assert (list(window), reread) == ([stored(1, 2), stored(2, 2)], True)
+    window, reread = finish(cache, Read(2, 0, 3, generation=2))  # and it grows from there
+    assert (list(window), reread) == ([stored(s, 2) for s in (1, 2, 3)], False)
 
 
 def test_an_older_read_leaves_the_newer_list_in_place() -> None:

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left, bisect_right
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from .bounded import LRU
 from .context import Context, LiveView
 from .masking import Masking
 from .messages import StoredMessage
@@ -41,20 +41,15 @@ class ViewCache:
     def __init__(self, counter: TokenCounter, masking: Masking | None, size: int = 1024) -> None:
         self.counter = counter
         self.masking = masking
-        self.size = size
-        self._views: OrderedDict[str, tuple[threading.Lock, LiveView]] = OrderedDict()
+        self._views: LRU[str, tuple[threading.Lock, LiveView]] = LRU(size)
         self._lock = threading.Lock()
 
     def _get(self, session_id: str, create: bool = True) -> tuple[threading.Lock, LiveView] | None:
         with self._lock:
             hit = self._views.get(session_id)
-            if hit is not None:
-                self._views.move_to_end(session_id)
-            elif create:
-                view = LiveView(self.counter, self.masking)
-                hit = self._views[session_id] = (threading.Lock(), view)
-                while len(self._views) > self.size:
-                    self._views.popitem(last=False)
+            if hit is None and create:
+                hit = (threading.Lock(), LiveView(self.counter, self.masking))
+                self._views.put(session_id, hit)
             return hit
 
     def forget(self, session_id: str) -> None:

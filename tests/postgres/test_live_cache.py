@@ -6,8 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from datetime import datetime, timezone
+from typing import Any
+
+import psycopg
 
 from contextfold import AsyncMemory, TokenBudget
+from contextfold.messages import Message
+from contextfold.stores import postgres_schema
+from contextfold.stores.base import PreparedMessage
+from contextfold.stores.postgres import PostgresStore
+
+from .conftest import fresh_schema
+
+T0 = datetime(2026, 1, 2, tzinfo=timezone.utc)
 
 
 def msg(text: str, mid: str) -> dict[str, str]:
@@ -50,3 +62,76 @@ def test_snapshots_follow_other_processes(pg_url: str) -> None:
             assert await live_ids() == [f"d{i}" for i in range(12)]  # not the cached c0
 
     asyncio.run(main())
+
+
+def _items(*ids: str) -> list[PreparedMessage]:
+    return [PreparedMessage(Message(role="user", content=i, id=i), 3) for i in ids]
+
+
+async def _live(store: PostgresStore, sid: str) -> list[str | None]:
+    snap = await store.snapshot(sid)
+    assert snap is not None
+    return [m.message.id for m in snap.live]
+
+
+def test_a_session_recreated_at_the_same_time_is_read_afresh(pg_url: str) -> None:
+    """Deleted and created again by another store object at the same ``created_at`` (an
+    injected clock), with fewer and then more messages than this one cached: the next
+    snapshot is the new session, not the cached list or a prefix of it."""
+    sid = f"again-{uuid.uuid4().hex[:8]}"
+
+    async def main() -> None:
+        here, there = PostgresStore(pg_url), PostgresStore(pg_url)
+        await here.setup()
+        try:
+            await here.append(sid, _items("one", "two", "three"), T0)
+            assert await _live(here, sid) == ["one", "two", "three"]
+            assert await there.delete(sid)
+            await there.append(sid, _items("uno", "dos"), T0)
+            assert await _live(here, sid) == ["uno", "dos"]
+            assert await there.delete(sid)
+            await there.append(sid, _items("a", "b", "c", "d"), T0)
+            assert await _live(here, sid) == ["a", "b", "c", "d"]
+            await there.append(sid, _items("e"), T0)
+            assert await _live(here, sid) == ["a", "b", "c", "d", "e"]
+        finally:
+            await here.close()
+            await there.close()
+
+    asyncio.run(main())
+
+
+def test_sessions_made_before_generations_get_one_each(pg_url: str, monkeypatch: Any) -> None:
+    """The migration gives the rows there already a generation each, no two alike, and a
+    session created after it one no row had; running it again changes nothing."""
+    schema = fresh_schema()
+
+    async def main() -> None:
+        monkeypatch.setattr(postgres_schema, "MIGRATIONS", postgres_schema.MIGRATIONS[:8])
+        old = PostgresStore(pg_url, schema=schema)
+        await old.setup()
+        for sid in ("a", "b", "s"):
+            await old.append(sid, _items("one", "two", "three"), T0)
+        await old.close()
+        monkeypatch.undo()
+        here, there = PostgresStore(pg_url, schema=schema), PostgresStore(pg_url, schema=schema)
+        await here.setup()
+        await there.setup()
+        try:
+            assert await _live(here, "s") == ["one", "two", "three"]
+            assert await there.delete("s")
+            await there.append("s", _items("uno", "dos"), T0)
+            assert await _live(here, "s") == ["uno", "dos"]
+        finally:
+            await here.close()
+            await there.close()
+
+    asyncio.run(main())
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"SET search_path = {schema}")
+        versions = [r[0] for r in conn.execute("SELECT version FROM schema_migrations "
+                                               "ORDER BY 1")]
+        assert versions == [v for v, _, _ in postgres_schema.MIGRATIONS]
+        generations = dict(conn.execute("SELECT session_id, generation FROM sessions"))
+    assert len(set(generations.values())) == 3 and None not in generations.values()
+    assert generations["s"] > max(generations["a"], generations["b"])

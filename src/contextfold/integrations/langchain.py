@@ -43,7 +43,6 @@ grows.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any
 
@@ -65,6 +64,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
     raise missing_extra("LangChain", "langchain", exc) from exc
 
+from ..bounded import LRU
 from ..context import Context
 from ..errors import ConfigError
 from ..memory import AsyncMemory, Memory
@@ -83,7 +83,7 @@ class ContextFoldState(AgentState[Any]):
     contextfold_trimmed: NotRequired[Annotated[int | None, PrivateStateAttr]]
 
 
-_SCHEMAS: OrderedDict[int, tuple[Any, dict[str, Any] | None]] = OrderedDict()
+_SCHEMAS: LRU[int, tuple[Any, dict[str, Any] | None]] = LRU(256)
 _SCHEMAS_LOCK = threading.Lock()
 
 
@@ -96,7 +96,6 @@ def tool_schema(tool: Any) -> dict[str, Any] | None:
     with _SCHEMAS_LOCK:
         hit = _SCHEMAS.get(key)
         if hit is not None and hit[0] is tool:
-            _SCHEMAS.move_to_end(key)
             return hit[1]
     schema: dict[str, Any] | None
     try:
@@ -106,9 +105,7 @@ def tool_schema(tool: Any) -> dict[str, Any] | None:
     if isinstance(tool, Mapping):
         return schema  # a dict may change in place: never cached
     with _SCHEMAS_LOCK:
-        _SCHEMAS[key] = (tool, schema)
-        while len(_SCHEMAS) > 256:
-            _SCHEMAS.popitem(last=False)
+        _SCHEMAS.put(key, (tool, schema))
     return schema
 
 

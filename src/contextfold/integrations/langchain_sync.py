@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,6 +24,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
     raise missing_extra("LangChain", "langchain", exc) from exc
 
+from ..bounded import LRU
 from ..messages import Message
 from .bridge import MemoryBridge
 from .langchain_messages import LangChainView, from_langchain, message_id
@@ -120,8 +120,7 @@ class SessionSync:
                  size: int = 1024) -> None:
         self.bridge = bridge
         self.record_usage = record_usage
-        self.size = size
-        self._sessions: OrderedDict[str, SessionState] = OrderedDict()
+        self._sessions: LRU[str, SessionState] = LRU(size)
         self._lock = threading.Lock()
 
     def get(self, session_id: str) -> SessionState:
@@ -129,11 +128,8 @@ class SessionSync:
         with self._lock:
             state = self._sessions.get(session_id)
             if state is None:
-                state = self._sessions[session_id] = SessionState()
-                while len(self._sessions) > self.size:
-                    self._sessions.popitem(last=False)
-            else:
-                self._sessions.move_to_end(session_id)
+                state = SessionState()
+                self._sessions.put(session_id, state)
             return state
 
     # -- planning (no I/O) --------------------------------------------------------------------

@@ -24,7 +24,6 @@ stored message, folded ones included; ``set`` replaces the session (its summary 
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -43,6 +42,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
     raise missing_extra("LlamaIndex", "llamaindex", exc) from exc
 
+from ..bounded import LRU
 from ..memory import AsyncMemory, Memory
 from ..messages import MediaPart, Message, TextPart, ToolCall
 from .bridge import MemoryBridge, split_context, stable_id
@@ -136,7 +136,7 @@ class ContextFoldMemory(BaseMemory):
     tools: list[dict[str, Any]] | None = Field(default=None, description="Tool schemas counted "
                                                "against the budget.")
     _bridge: MemoryBridge = PrivateAttr()
-    _originals: OrderedDict[str, ChatMessage] = PrivateAttr(default_factory=OrderedDict)
+    _originals: LRU[str, ChatMessage] = PrivateAttr(default_factory=lambda: LRU(_KEEP))
     _shown: dict[int, tuple[Message, ChatMessage]] = PrivateAttr(default_factory=dict)
 
     def __init__(self, memory: Memory | AsyncMemory, session_id: str, **data: Any) -> None:
@@ -163,9 +163,7 @@ class ContextFoldMemory(BaseMemory):
                                 [c.id for c in _calls(m)], m.additional_kwargs.get("tool_call_id"))
             converted = from_llamaindex(m, str(mid))
             out.append(converted)
-            self._originals[str(mid)] = m
-            while len(self._originals) > _KEEP:
-                self._originals.popitem(last=False)
+            self._originals.put(str(mid), m)
         return out
 
     def _view(self, context: Any) -> list[ChatMessage]:

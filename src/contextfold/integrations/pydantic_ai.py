@@ -30,7 +30,6 @@ the store, marked in its ``metadata`` so it is recognised and not stored again.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +44,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
     raise missing_extra("pydantic-ai", "pydantic-ai", exc) from exc
 
+from ..bounded import LRU
 from ..context import SUMMARY_HEADER
 from ..memory import AsyncMemory, Memory
 from ..messages import MediaPart, Message, TextPart, ToolCall
@@ -202,7 +202,7 @@ class _Processor:
         self.session_id = session_id
         self.max_tokens = max_tokens
         self.system: list[str] = []
-        self._known: OrderedDict[str, None] = OrderedDict()  # ids stored by this process
+        self._known: LRU[str, None] = LRU(_KNOWN)  # ids stored by this process
         #: id(message) -> (message, its part count, its conversion): the messages of the
         #: last call and the responses since
         self._seen: dict[int, _Seen] = {}
@@ -237,9 +237,7 @@ class _Processor:
         if new:
             await self.bridge.aadd(self.session_id, new)  # the store drops ids it holds
             for m in new:
-                self._known[m.id or ""] = None
-            while len(self._known) > _KNOWN:
-                self._known.popitem(last=False)
+                self._known.put(m.id or "", None)
         return responses
 
     async def __call__(self, messages: list[pai.ModelMessage],

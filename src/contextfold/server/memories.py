@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections import OrderedDict
 from collections.abc import Coroutine
 from typing import Any
 
+from ..bounded import LRU
 from ..engine import AsyncMemory, FoldMode
 from ..stores import open_store
 from ..stores.base import Store
@@ -91,23 +91,20 @@ class SessionMemories:
         self.config = config
         self.store = store
         self.catalog = catalog
-        self._memories: OrderedDict[SessionSettings, AsyncMemory] = OrderedDict()
+        self._memories: LRU[SessionSettings, AsyncMemory] = LRU(_MEMORY_CACHE)
 
     def memory(self, settings: SessionSettings) -> AsyncMemory:
         """The AsyncMemory for these settings (one per distinct settings; least recently
         used ones are dropped, never closed — the store is shared)."""
         memory = self._memories.get(settings)
         if memory is not None:
-            self._memories.move_to_end(settings)
             return memory
         # background and deferred: appends mark sessions due, fold workers fold them
         fold: FoldMode = "inline" if self.config.fold == "inline" else "deferred"
         options = settings.memory_options(self.config.model)
         options.setdefault("summarizer", ThreadedExtractiveSummarizer())
         memory = AsyncMemory(self.store, fold=fold, **options)
-        self._memories[settings] = memory
-        if len(self._memories) > _MEMORY_CACHE:
-            self._memories.popitem(last=False)
+        self._memories.put(settings, memory)
         return memory
 
     def settings_of(self, row: SessionRow | None) -> SessionSettings:

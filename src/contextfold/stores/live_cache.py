@@ -1,22 +1,23 @@
 """Live messages kept between snapshots of a session, so a context read costs its new rows.
 
 Stored messages never change once written (a fold only moves the session's ``through_seq``
-cursor past them, or deletes them with ``retention="delete"``), so the live list of the last
-snapshot stays right for a later one with the same session ``created_at`` (not a deleted and
-re-created session): drop what was folded since (a bisection), add the rows appended since
-(``seq`` above the cached ``last_seq``) — whichever process wrote them. The cached list is
-only appended to (a fold starts a new one), so a snapshot gets a
-:class:`~contextfold.stores.base.LiveWindow` on it instead of a copy.
+cursor past them, or deletes them with ``retention="delete"``), and a seq is never written
+twice in one generation of a session (the sessions row's ``generation``, new each time
+the session is created: a deleted and re-created one has another). So the live list of
+the last snapshot stays right for a later, or an earlier, one of the same generation:
+drop what was folded since (a bisection), add the rows appended since (``seq`` above the
+cached ``last_seq``) — whichever process wrote them. The cached list is only appended to
+(a fold starts a new one), so a snapshot gets a :class:`~contextfold.stores.base.LiveWindow`
+on it instead of a copy. Both SQL stores keep one per store object.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections import OrderedDict
 from collections.abc import Iterable
 from operator import attrgetter
-from typing import Any
 
+from ..bounded import LRU
 from ..messages import StoredMessage
 from ..policy import SessionStats
 from .base import LiveWindow
@@ -28,8 +29,7 @@ class LiveCache:
     """The live lists of the ``size`` most recently read sessions."""
 
     def __init__(self, size: int = 1024) -> None:
-        self.size = size
-        self._lists: OrderedDict[str, tuple[Any, int, list[StoredMessage]]] = OrderedDict()
+        self._lists: LRU[str, tuple[int, int, list[StoredMessage]]] = LRU(size)
 
     def after(self, session_id: str) -> int:
         """Read the session's rows with ``seq`` above this (0: all its live rows)."""
@@ -37,13 +37,13 @@ class LiveCache:
         return cached[1] if cached is not None else 0
 
     def merge(
-        self, session_id: str, created: Any, stats: SessionStats, after: int,
+        self, session_id: str, generation: int, stats: SessionStats, after: int,
         rows: Iterable[StoredMessage],
     ) -> LiveWindow | None:
-        """The live window of a snapshot (``stats``) from the cached list and ``rows`` (its
-        live rows with ``seq`` above ``after``); None when they do not make it up
-        (re-created session, a fold or rows the cache does not hold): read all its live
-        rows again (``after`` 0).
+        """The live window of a snapshot (``stats``, of the session's ``generation``) from
+        the cached list and ``rows`` (its live rows with ``seq`` above ``after``); None
+        when they do not make it up (another generation, a fold or rows the cache does not
+        hold): read all its live rows again (``after`` 0).
 
         Reads of one session overlap (several requests, one process): the list may have
         moved since ``after`` was taken from it. The window is seqs ``through_seq + 1 ..
@@ -53,9 +53,9 @@ class LiveCache:
         cached = self._lists.get(session_id)
         if not after:
             live = list(rows)
-            self._keep(session_id, created, stats.last_seq, live)
+            self._keep(session_id, generation, stats.last_seq, live)
             return LiveWindow(live, len(live))
-        if cached is None or cached[0] != created:
+        if cached is None or cached[0] != generation:
             self._lists.pop(session_id, None)
             return None
         last, old = cached[1], cached[2]
@@ -71,15 +71,12 @@ class LiveCache:
         if not _spans(live, lo, hi):
             del live[start:]  # (the list itself when ``k`` is 0: leave it as it was)
             return None
-        self._keep(session_id, created, hi, live)
+        self._keep(session_id, generation, hi, live)
         return LiveWindow(live, len(live))
 
-    def _keep(self, session_id: str, created: Any, last: int,
+    def _keep(self, session_id: str, generation: int, last: int,
               live: list[StoredMessage]) -> None:
-        self._lists[session_id] = (created, last, live)
-        self._lists.move_to_end(session_id)
-        if len(self._lists) > self.size:
-            self._lists.popitem(last=False)
+        self._lists.put(session_id, (generation, last, live))
 
     def forget(self, session_id: str) -> None:
         self._lists.pop(session_id, None)

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from ..bounded import LRU
 from ..errors import ValidationError
 from ..policy import SessionStats
 from .base import AppendResult, DueCheck, PreparedMessage, plan_append
@@ -206,17 +206,13 @@ class KnownStats:
     costs a second try."""
 
     def __init__(self, size: int = 4096) -> None:
-        self.size = size
-        self._stats: OrderedDict[str, SessionStats] = OrderedDict()
+        self._stats: LRU[str, SessionStats] = LRU(size)
 
     def get(self, session_id: str) -> SessionStats | None:
         return self._stats.get(session_id)
 
     def put(self, stats: SessionStats) -> None:
-        self._stats[stats.session_id] = stats
-        self._stats.move_to_end(stats.session_id)
-        if len(self._stats) > self.size:
-            self._stats.popitem(last=False)
+        self._stats.put(stats.session_id, stats)
 
     def forget(self, session_id: str) -> None:
         self._stats.pop(session_id, None)

@@ -132,6 +132,15 @@ CREATE INDEX ledger_session_prefix ON ledger ((session_id COLLATE "C"));
 """
 
 
+# Each sessions row's generation: drawn from a sequence when the row is made (the rows
+# there already get theirs when the column is added), so a session deleted and created
+# again under the same id is told apart from the one before, whatever its ``created_at``
+# — what a cached live list is checked against (see :mod:`.live_cache`).
+_SESSION_GENERATIONS = """
+ALTER TABLE sessions ADD COLUMN generation bigint GENERATED ALWAYS AS IDENTITY
+"""
+
+
 async def _full_text_search(conn: Any, search_config: str) -> None:
     """The search column and its GIN index, then every stored message indexed (a
     database made before search gains it here)."""
@@ -146,7 +155,8 @@ async def _full_text_search(conn: Any, search_config: str) -> None:
 Step = str | Callable[[Any, str], Awaitable[None]]
 
 #: Ordered (version, name, step): SQLite's first four, then 5 (PostgreSQL only), 6
-#: (full-text search, SQLite's 5), 7 and 8 (PostgreSQL only). Append; never edit one.
+#: (full-text search, SQLite's 5), 7 and 8 (PostgreSQL only), 9 (SQLite's 7). Append;
+#: never edit one.
 MIGRATIONS: list[tuple[int, str, Step]] = [
     (1, "initial schema", _INITIAL),
     (2, "due sessions and leases", _DUE_AND_LEASES),
@@ -156,6 +166,7 @@ MIGRATIONS: list[tuple[int, str, Step]] = [
     (6, "full-text search", _full_text_search),
     (7, "search index per session", index_per_session),
     (8, "search lexemes per session", index_lexemes_per_session),
+    (9, "session generations", _SESSION_GENERATIONS),
 ]
 
 VERSION_COLS = (
@@ -209,11 +220,11 @@ _SNAPSHOT = (
 SNAPSHOT_ONE = _SNAPSHOT + "WHERE s.session_id = %s ORDER BY m.seq"
 #: The same for many sessions in one statement (a ``fold_many`` wave).
 SNAPSHOT_MANY = _SNAPSHOT + "WHERE s.session_id = ANY(%s) ORDER BY s.session_id, m.seq"
-#: One session's stats, summary, created_at and live rows with ``seq`` above a given one
+#: One session's stats, summary, generation and live rows with ``seq`` above a given one
 #: (the rows a cached live list does not have yet; see :mod:`.live_cache`).
 SNAPSHOT_AFTER = (
     f"SELECT {SESSION_COLS_S}, s.summary_text, s.summary_updated_at, "
-    "m.seq, m.body, m.tokens, s.created_at FROM sessions s "
+    "m.seq, m.body, m.tokens, s.generation FROM sessions s "
     + live_rows("GREATEST(s.through_seq, %s)")
     + "WHERE s.session_id = %s ORDER BY m.seq"
 )

@@ -2,7 +2,7 @@
 live messages read together (:data:`~.postgres_schema.SNAPSHOT_AFTER` for one session,
 only the live rows its :class:`~.live_cache.LiveCache` lacks; ``SNAPSHOT_MANY`` for a
 ``fold_many`` wave). Rows are (session columns, summary text, summary time, seq, body,
-tokens[, created_at]); a session without live rows is one row with no seq."""
+tokens[, generation]); a session without live rows is one row with no seq."""
 
 from __future__ import annotations
 

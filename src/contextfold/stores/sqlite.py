@@ -19,12 +19,9 @@ import contextlib
 import os
 import sqlite3
 import threading
-from bisect import bisect_right
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from operator import attrgetter
 from pathlib import Path
 from typing import TypeVar
 
@@ -47,6 +44,7 @@ from .base import (
     SummaryVersion,
     keeps_summary_text,
 )
+from .live_cache import LiveCache
 from .rows import (
     LEDGER_COLUMNS,
     LedgerTotals,
@@ -63,8 +61,6 @@ from .sqlite_search import VocabularyCache, catch_up_stored, search_indexed, uni
 __all__ = ["MIGRATIONS", "SQLiteStore"]
 
 T = TypeVar("T")
-
-_LIVE_CACHE_SESSIONS = 1024  # sessions whose live window is kept (see ``_live_rows``)
 
 
 def create_private(path: Path) -> None:
@@ -105,7 +101,7 @@ class SQLiteStore:
         self._conn: sqlite3.Connection | None = None
         self._decoder = MessageDecoder()
         self._vocabulary = VocabularyCache()
-        self._live_cache: OrderedDict[str, tuple[str, int, list[StoredMessage]]] = OrderedDict()
+        self._live = LiveCache()
         self._closed = False
         self._lock = threading.Lock()  # the writer connection (on the writer thread)
         self._reader: sqlite3.Connection | None = None
@@ -294,7 +290,7 @@ class SQLiteStore:
             for table in ("messages", "ledger", "pii_vault", "summary_versions", "sessions"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
             with self._read_lock:
-                self._live_cache.pop(session_id, None)
+                self._live.forget(session_id)
             return True
 
         return await self._write(do)
@@ -333,12 +329,12 @@ class SQLiteStore:
     async def snapshot(self, session_id: str) -> Snapshot | None:
         def do(conn: sqlite3.Connection) -> Snapshot | None:
             row = conn.execute(
-                f"SELECT {SESSION_COLS}, summary_text, summary_updated_at, created_at "
+                f"SELECT {SESSION_COLS}, summary_text, summary_updated_at, generation "
                 "FROM sessions WHERE session_id = ?",
                 (session_id,),
             ).fetchone()
             if row is None:
-                self._live_cache.pop(session_id, None)
+                self._live.forget(session_id)
                 return None
             stats = session_stats(row)
             summary = None
@@ -356,31 +352,24 @@ class SQLiteStore:
         return await self._read(do)
 
     def _live_rows(
-        self, conn: sqlite3.Connection, session_id: str, created: str, stats: SessionStats
+        self, conn: sqlite3.Connection, session_id: str, generation: int, stats: SessionStats
     ) -> LiveWindow:
-        """Live messages, read incrementally: rows never change, so the last snapshot's
-        live list (same ``created_at``: not a re-created session) is reused minus what was
-        folded since (a bisection), plus the rows appended since: a turn costs its new rows.
-        The cached list is only appended to (a fold starts a new one), so the snapshot gets
-        a window on it instead of a copy."""
-        cached = self._live_cache.get(session_id)
-        after = stats.through_seq
-        live: list[StoredMessage] = []
-        if cached is not None and cached[0] == created and cached[1] <= stats.last_seq:
-            old = cached[2]
-            k = bisect_right(old, stats.through_seq, key=attrgetter("seq"))
-            live = old[k:] if k else old
-            after = max(stats.through_seq, cached[1])
-        rows = conn.execute(
-            "SELECT seq, body, tokens FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq",
-            (session_id, after),
-        ).fetchall()
-        live.extend(self._decoder.decode(session_id, q, b, t) for q, b, t in rows)
-        self._live_cache[session_id] = (created, stats.last_seq, live)
-        self._live_cache.move_to_end(session_id)
-        if len(self._live_cache) > _LIVE_CACHE_SESSIONS:
-            self._live_cache.popitem(last=False)
-        return LiveWindow(live, len(live))
+        """Live messages, read incrementally (in the caller's read transaction): only the
+        rows the live cache lacks, all of them when its list does not fit (see
+        :mod:`.live_cache`)."""
+        after = self._live.after(session_id)
+        decode = self._decoder.decode
+        while True:
+            rows = conn.execute(
+                "SELECT seq, body, tokens FROM messages WHERE session_id = ? AND seq > ? "
+                "ORDER BY seq",
+                (session_id, max(stats.through_seq, after)),
+            ).fetchall()
+            window = self._live.merge(session_id, generation, stats, after, (
+                decode(session_id, q, b, t) for q, b, t in rows))
+            if window is not None:
+                return window
+            after = 0  # the cached list no longer fits: read them all
 
     async def live(self, session_id: str) -> list[StoredMessage]:
         return await self.messages(session_id, include_folded=False)

@@ -156,6 +156,24 @@ def _full_text_search(conn: sqlite3.Connection) -> None:
         catch_up_stored(conn, session_id, key, 0, last)
 
 
+# Each sessions row's generation: a number no other row of this file ever had, so a session
+# deleted and created again under the same id (by any process, even within the same
+# ``created_at``) is told apart from the one before — what a cached live list is checked
+# against (see :mod:`.live_cache`). Drawn from a one-row counter by a trigger, so every
+# insert gets one; the rows there already get theirs from their rowids.
+_SESSION_GENERATIONS = """
+ALTER TABLE sessions ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;
+UPDATE sessions SET generation = rowid;
+CREATE TABLE session_generation (last INTEGER NOT NULL);
+INSERT INTO session_generation SELECT coalesce(max(generation), 0) FROM sessions;
+CREATE TRIGGER sessions_generation AFTER INSERT ON sessions BEGIN
+    UPDATE session_generation SET last = last + 1;
+    UPDATE sessions SET generation = (SELECT last FROM session_generation)
+        WHERE rowid = new.rowid;
+END;
+"""
+
+
 #: One migration step: SQL (statements separated by ``;``) or a function run in the
 #: migration's transaction.
 Step = str | Callable[[sqlite3.Connection], None]
@@ -168,6 +186,7 @@ MIGRATIONS: list[tuple[int, str, Step]] = [
     (4, "summary versions", _SUMMARY_VERSIONS),
     (5, "full-text search", _full_text_search),
     (6, "search vocabulary", VOCAB_SCHEMA),
+    (7, "session generations", _SESSION_GENERATIONS),
 ]
 
 
