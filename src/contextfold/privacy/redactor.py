@@ -27,11 +27,11 @@ import ipaddress
 import os
 import re
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..bounded import LRU
 from ..errors import ConfigError, ValidationError
 from .contact import EmailDetector, PhoneDetector, PhoneShape
 from .detectors import Detector, Finding, PatternDetector, longest_cluster
@@ -187,7 +187,7 @@ class Redactor:
         self._vault = vault
         self._key = key if key is not None else os.urandom(32)
         self._max_scopes = max_scopes
-        self._scopes: OrderedDict[str, _Scope] = OrderedDict()
+        self._scopes: LRU[str, _Scope] = LRU(max_scopes)
         self._lock = threading.RLock()
 
     def _arrange(self) -> None:
@@ -374,7 +374,7 @@ class Redactor:
             raise ConfigError(f"vault must have get/put/delete, got {vault!r:.80}")
         twin = copy.copy(self)
         twin._vault = vault
-        twin._scopes = OrderedDict()
+        twin._scopes = LRU(self._max_scopes)
         twin._lock = threading.RLock()
         return twin
 
@@ -396,7 +396,6 @@ class Redactor:
     def _scope(self, scope: str) -> _Scope:
         state = self._scopes.get(scope)
         if state is not None:
-            self._scopes.move_to_end(scope)
             return state
         state = _Scope()
         if self._vault is not None:
@@ -408,9 +407,7 @@ class Redactor:
                 state.values[placeholder] = value
                 state.by_fingerprint.setdefault(self._fingerprint(kind, value), placeholder)
                 state.bump(kind, int(m.group(2)))
-        self._scopes[scope] = state
-        while len(self._scopes) > self._max_scopes:
-            self._scopes.popitem(last=False)
+        self._scopes.put(scope, state)
         return state
 
     def _placeholder(self, state: _Scope, kind: str, value: str, new: dict[str, str]) -> str:

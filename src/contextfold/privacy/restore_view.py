@@ -29,10 +29,10 @@ placeholders put back — in the context only (:meth:`AsyncMemory.context
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from ..bounded import LRU
 from ..context import Context, render_summary
 from ..policy import SessionStats, evolve
 from ..stores.base import Summary
@@ -104,7 +104,7 @@ class SummaryRestorer:
         self.counter = counter
         self.summary_cap = summary_cap
         self.size = size
-        self._shown: OrderedDict[str, _Shown] = OrderedDict()
+        self._shown: LRU[str, _Shown] = LRU(size)
         self._lock = threading.Lock()
 
     def _hit(self, session_id: str, version: int, stored: str | None = None) -> _Shown | None:
@@ -113,7 +113,6 @@ class SummaryRestorer:
             if hit is None or hit.version != version or (stored is not None
                                                           and hit.stored != stored):
                 return None
-            self._shown.move_to_end(session_id)
             return hit
 
     async def shown(self, session_id: str, summary: Summary) -> tuple[str, int]:
@@ -145,10 +144,7 @@ class SummaryRestorer:
                     tokens = summary.tokens
         shown = _Shown(summary.version, summary.text, summary.tokens, text, tokens)
         with self._lock:
-            self._shown[session_id] = shown
-            self._shown.move_to_end(session_id)
-            while len(self._shown) > self.size:
-                self._shown.popitem(last=False)
+            self._shown.put(session_id, shown)
         return shown
 
     def adjust(self, stats: SessionStats) -> SessionStats:
