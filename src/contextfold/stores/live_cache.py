@@ -29,7 +29,7 @@ class LiveCache:
     """The live lists of the ``size`` most recently read sessions."""
 
     def __init__(self, size: int = 1024) -> None:
-        self._lists: LRU[str, tuple[int, int, list[StoredMessage]]] = LRU(size)
+        self._lists: LRU[str, tuple[int | None, int, list[StoredMessage]]] = LRU(size)
 
     def after(self, session_id: str) -> int:
         """Read the session's rows with ``seq`` above this (0: all its live rows)."""
@@ -37,10 +37,11 @@ class LiveCache:
         return cached[1] if cached is not None else 0
 
     def merge(
-        self, session_id: str, generation: int, stats: SessionStats, after: int,
+        self, session_id: str, generation: int | None, stats: SessionStats, after: int,
         rows: Iterable[StoredMessage],
     ) -> LiveWindow | None:
-        """The live window of a snapshot (``stats``, of the session's ``generation``) from
+        """The live window of a snapshot (``stats``, of the session's ``generation``: None
+        for a PostgreSQL session made before generations, never for one made since) from
         the cached list and ``rows`` (its live rows with ``seq`` above ``after``); None
         when they do not make it up (another generation, a fold or rows the cache does not
         hold): read all its live rows again (``after`` 0).
@@ -74,7 +75,7 @@ class LiveCache:
         self._keep(session_id, generation, hi, live)
         return LiveWindow(live, len(live))
 
-    def _keep(self, session_id: str, generation: int, last: int,
+    def _keep(self, session_id: str, generation: int | None, last: int,
               live: list[StoredMessage]) -> None:
         self._lists.put(session_id, (generation, last, live))
 
