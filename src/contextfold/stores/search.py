@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from itertools import combinations
 
 from ..errors import ValidationError
@@ -45,8 +45,10 @@ __all__ = [
     "PREFIX_MIN",
     "SearchHit",
     "SearchRequest",
+    "SearchTurns",
     "broad_terms",
     "check_limit",
+    "check_reach",
     "clean_terms",
     "fold",
     "index_text",
@@ -103,6 +105,33 @@ class SearchHit:
     snippet: str
     folded: bool
     matched: int
+
+
+@dataclass(frozen=True)
+class SearchTurns:
+    """A search's hits (best first) with the stored messages around them, read in the
+    same statement (``search_turns`` of a store that has it, see :mod:`.postgres_turns`):
+    :meth:`get` finds every stored message from ``before`` seqs before a hit to ``after``
+    seqs after it (:meth:`covers`), as ``fetch`` would have returned it (None: not stored,
+    or removed by ``delete`` retention)."""
+
+    hits: list[SearchHit]
+    before: int
+    after: int
+    _get: Callable[[int], StoredMessage | None] = field(repr=False)
+
+    @cached_property
+    def _reach(self) -> frozenset[int]:
+        return frozenset(s for h in self.hits
+                         for s in range(max(1, h.seq - self.before), h.seq + self.after + 1))
+
+    def covers(self, seq: int) -> bool:
+        """Whether ``seq`` is within the reach of some hit (then :meth:`get` knows it)."""
+        return seq in self._reach
+
+    def get(self, seq: int) -> StoredMessage | None:
+        """The stored message ``seq`` (one :meth:`covers`), or None if none is stored."""
+        return self._get(seq)
 
 
 _DIACRITICS = re.compile("[\u0300-\u036f]")  # combining accents of Latin/Greek/Cyrillic
@@ -244,6 +273,13 @@ def snippet(text: str, terms: Sequence[str]) -> str:
         cut = cut[:space] if space > len(cut) // 2 else cut
     cut = " ".join(cut.split())
     return ("…" if start > 0 else "") + cut + ("…" if end < len(text) else "")
+
+
+def check_reach(before: int, after: int) -> None:
+    """``search_turns``' ``before`` and ``after``: ints >= 0 (else ``ValidationError``)."""
+    for name, value in (("before", before), ("after", after)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValidationError(f"search_turns {name} must be an int >= 0, got {value!r}")
 
 
 def check_limit(limit: int) -> int:
