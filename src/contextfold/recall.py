@@ -482,10 +482,12 @@ async def recall_into(
     first_search = (options.limit * (2 if months else 1),
                     max(1, need - bool(months) - bool(named)))  # (limit, min_matched)
     reads = RecallReads(store, session_id)
-    near = max(1, options.neighbours)  # how far wanted_seqs reaches around a hit
-    framed = options.framed > 0
+    near = max(1, options.neighbours)  # how far wanted_seqs reaches around a hit, the
+    # best (framed) ones further: they are the best found when no hit is left out or
+    # moved up (by a date or a speaker the query names; else the rest is fetched after)
+    reach = [(near + 1, near + options.frame_after)] * options.framed + [(near, near)]
     found = await reads.search(terms, limit=first_search[0], min_matched=first_search[1],
-                               before=near + framed, after=near + framed * options.frame_after)
+                               reach=reach)
     bonus: dict[int, int] = {}
     messages: dict[int, StoredMessage] = {}
     if named and found:
@@ -509,7 +511,7 @@ async def recall_into(
         # of fewer of the query's terms take what is left (:func:`lesser_hits`)
         # (the same search as the first one, when that asked for any one term: its hits)
         more = found if first_search == (options.limit, 1) else await reads.search(
-            terms, limit=options.limit, min_matched=1, before=1, after=1)  # (turn_seqs)
+            terms, limit=options.limit, min_matched=1, reach=[(1, 1)])  # (turn_seqs)
         lesser = lesser_hits(more, hits, live_from)
         if lesser:
             await _add_lesser(reads, packer, lesser, messages, live_from)

@@ -23,8 +23,9 @@ __all__ = ["RecallReads"]
 
 class RecallReads:
     """Searches (of folded messages, no snippets) and fetches of one session for one
-    recall; ``before``/``after`` of :meth:`search`: how far around each hit the fetches
-    that follow it may reach (what a store with ``search_turns`` reads with the hits)."""
+    recall; ``reach`` of :meth:`search`: how far around each hit the fetches that follow
+    it are likely to reach (what a store with ``search_turns`` reads with the hits, see
+    :class:`~.stores.search.SearchTurns`; a fetch beyond it goes to the store)."""
 
     def __init__(self, store: Store, session_id: str) -> None:
         self.store = store
@@ -33,14 +34,14 @@ class RecallReads:
         self._read: list[SearchTurns] = []
 
     async def search(self, terms: Sequence[str], *, limit: int, min_matched: int,
-                     before: int, after: int) -> list[SearchHit]:
+                     reach: Sequence[tuple[int, int]]) -> list[SearchHit]:
         """The store's hits of ``terms`` among the folded messages, best first."""
         if self._search_turns is None:
             return await self.store.search(self.session_id, terms, limit=limit, folded=True,
                                            min_matched=min_matched, snippets=False)
         read: SearchTurns = await self._search_turns(
             self.session_id, terms, limit=limit, folded=True, min_matched=min_matched,
-            before=before, after=after)
+            reach=reach)
         self._read.append(read)
         return read.hits
 

@@ -515,12 +515,13 @@ class SearchesTurns(Protocol):
         limit: int = 20,
         folded: bool | None = None,
         min_matched: int = 1,
-        before: int = 1,
-        after: int = 1,
+        reach: Sequence[tuple[int, int]] = ((1, 1),),
     ) -> SearchTurns:
-        """:meth:`Store.search` (no snippets) and the stored messages from ``before`` seqs
-        before each hit to ``after`` after it, as :meth:`Store.fetch` returns them, from one
-        snapshot (``before``/``after``: ints >= 0, else ``ValidationError``)."""
+        """:meth:`Store.search` (no snippets) and the stored messages within ``reach`` of
+        its hits — (seqs before, seqs after) the best hit, the second best, … (of equal
+        scores the older first), the last pair for every hit after those — as
+        :meth:`Store.fetch` returns them, from one snapshot (a bad ``reach``:
+        ``ValidationError``)."""
         ...
 
 

@@ -506,14 +506,15 @@ class PostgresStore:
 
     async def search_turns(
         self, session_id: str, terms: Sequence[str], *, limit: int = 20,
-        folded: bool | None = None, min_matched: int = 1, before: int = 1, after: int = 1,
+        folded: bool | None = None, min_matched: int = 1,
+        reach: Sequence[tuple[int, int]] = ((1, 1),),
     ) -> SearchTurns:
-        check_reach(before, after)
+        pairs = check_reach(reach)
         req = SearchRequest.of(terms, limit, min_matched, False)
         query = SearchQuery(self.search_config, session_id, req.terms, folded, limit, min_matched,
                             False)
         return await self._tx(lambda conn: search_turns(
-            conn, self._decoder, query, self._term_stats, before, after), single=True)
+            conn, self._decoder, query, self._term_stats, pairs), single=True)
 
     async def summary(self, session_id: str) -> Summary | None:
         async def do(conn: Conn) -> Summary | None:

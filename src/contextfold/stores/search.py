@@ -29,7 +29,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from itertools import combinations
 
 from ..errors import ValidationError
@@ -54,6 +54,7 @@ __all__ = [
     "index_text",
     "make_hit",
     "matched_terms",
+    "reach_seqs",
     "selective_search",
     "snippet",
     "term_groups",
@@ -109,29 +110,35 @@ class SearchHit:
 
 @dataclass(frozen=True)
 class SearchTurns:
-    """A search's hits (best first) with the stored messages around them, read in the
-    same statement (``search_turns`` of a store that has it, see :mod:`.postgres_turns`):
-    :meth:`get` finds every stored message from ``before`` seqs before a hit to ``after``
-    seqs after it (:meth:`covers`), as ``fetch`` would have returned it (None: not stored,
-    or removed by ``delete`` retention)."""
+    """A search's hits (best first) with stored messages around them, read in the same
+    statement (``search_turns`` of a store that has it, see :mod:`.postgres_turns`):
+    :meth:`get` finds every stored message of the seqs read (:meth:`covers`: at least those
+    within the ``reach`` the search was asked for) as ``fetch`` would have returned it
+    (None: not stored, or removed by ``delete`` retention)."""
 
     hits: list[SearchHit]
-    before: int
-    after: int
+    covered: frozenset[int] = field(repr=False)
     _get: Callable[[int], StoredMessage | None] = field(repr=False)
 
-    @cached_property
-    def _reach(self) -> frozenset[int]:
-        return frozenset(s for h in self.hits
-                         for s in range(max(1, h.seq - self.before), h.seq + self.after + 1))
-
     def covers(self, seq: int) -> bool:
-        """Whether ``seq`` is within the reach of some hit (then :meth:`get` knows it)."""
-        return seq in self._reach
+        """Whether ``seq`` was read (then :meth:`get` knows it)."""
+        return seq in self.covered
 
     def get(self, seq: int) -> StoredMessage | None:
         """The stored message ``seq`` (one :meth:`covers`), or None if none is stored."""
         return self._get(seq)
+
+
+def reach_seqs(seqs: Iterable[int], reach: Sequence[tuple[int, int]]) -> set[int]:
+    """The seqs within ``reach`` of hits ``seqs`` (best first; of equal scores the older
+    first): (before, after) the best, the second best, …, the last pair for every hit
+    after those."""
+    last = len(reach) - 1
+    out: set[int] = set()
+    for i, seq in enumerate(seqs):
+        before, after = reach[min(i, last)]
+        out.update(range(max(1, seq - before), seq + after + 1))
+    return out
 
 
 _DIACRITICS = re.compile("[\u0300-\u036f]")  # combining accents of Latin/Greek/Cyrillic
@@ -275,11 +282,18 @@ def snippet(text: str, terms: Sequence[str]) -> str:
     return ("…" if start > 0 else "") + cut + ("…" if end < len(text) else "")
 
 
-def check_reach(before: int, after: int) -> None:
-    """``search_turns``' ``before`` and ``after``: ints >= 0 (else ``ValidationError``)."""
-    for name, value in (("before", before), ("after", after)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValidationError(f"search_turns {name} must be an int >= 0, got {value!r}")
+def check_reach(reach: Sequence[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """``search_turns``' ``reach``: one or more (before, after) pairs of ints >= 0 (else
+    ``ValidationError``), as a tuple."""
+    try:
+        pairs = tuple((before, after) for before, after in reach)
+    except (TypeError, ValueError):
+        pairs = ()
+    if not pairs or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0
+                            for pair in pairs for x in pair):
+        raise ValidationError(
+            f"search_turns reach must be (before, after) pairs of ints >= 0, got {reach!r:.80}")
+    return pairs
 
 
 def check_limit(limit: int) -> int:
