@@ -60,6 +60,7 @@ from contextfold.tokens import (
     framing_tokens,
     get_counter,
 )
+from tests.conftest import store_url_of
 
 START = datetime(2024, 2, 1, 8, 0, tzinfo=timezone.utc)
 
@@ -316,26 +317,28 @@ async def eager(store: Store, sid: str, ctx: Context, live: list[StoredMessage],
 
 
 @pytest.mark.parametrize("parts", [None, 1, 3])
-@pytest.mark.parametrize("store", ["memory", "sqlite"])
-def test_recall_shows_what_the_eager_reading_shows(store: str, parts: int | None,
-                                                   tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("store", ["memory", "sqlite", "postgres"])
+def test_recall_shows_what_the_eager_reading_shows(
+        store: str, parts: int | None, request: pytest.FixtureRequest,
+        tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every query's context is the eager reading's (its parts as recall sizes them, and
-    parts of one and three hits: spans reach hits of later parts)."""
+    parts of one and three hits: spans reach hits of later parts). PostgreSQL reads the
+    turns around the hits with its searches (``search_turns``): the same context."""
     if parts is not None:
         monkeypatch.setattr(recall, "_part_size", lambda packer: parts)
     msgs, vocab = talk(5)
     rng = random.Random(6)
-    url = "memory://" if store == "memory" else f"sqlite:///{tmp_path / 'lazy.db'}"
+    url = store_url_of(store, request, tmp_path_factory)
+    sid = f"s-{parts}"
     counter = get_counter(None)
 
     async def run() -> int:
         compared = 0
         async with AsyncMemory(url, policy=TokenBudget(100_000), fold="manual") as memory:
-            await memory.add("s", *msgs[:-20])
-            await memory.fold("s", force=True)
-            await memory.add("s", *msgs[-20:])
-            live = [m for m in await memory.messages("s") if not m.folded]
+            await memory.add(sid, *msgs[:-20])
+            await memory.fold(sid, force=True)
+            await memory.add(sid, *msgs[-20:])
+            live = [m for m in await memory.messages(sid) if not m.folded]
             for i in range(200):
                 query = " ".join(rng.choice(vocab) for _ in range(rng.randint(2, 5)))
                 if query_months(query) or {"ann", "bo"} & set(clean_terms([query])):
@@ -345,9 +348,9 @@ def test_recall_shows_what_the_eager_reading_shows(store: str, parts: int | None
                                  limit=rng.choice([5, 15, 40]))
                 plain = Context(messages=(), tokens=budget // 3, budget=budget,
                                 summary_included=False, live_count=0)
-                got = await recall_into(memory.store, "s", plain, live, options=options,
+                got = await recall_into(memory.store, sid, plain, live, options=options,
                                         counter=counter, query=query)
-                want = await eager(memory.store, "s", plain, live, options, counter, query)
+                want = await eager(memory.store, sid, plain, live, options, counter, query)
                 assert got.recalled == (() if want is None else want.seqs), (i, query)
                 if want is not None:
                     assert got.messages == (want.message,) and got.tokens == \

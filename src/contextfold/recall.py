@@ -61,6 +61,7 @@ from .recall_block import (
     build_block,
     render_block,
 )
+from .recall_reads import RecallReads
 from .search_terms import (
     Months,
     asks_about_past,
@@ -447,7 +448,9 @@ async def recall_into(
     take a line, one more search (none when the first was for any one term) and fetches
     of its turns, best first, a part at a time, only as far as the room can take them
     (:class:`~.recall_block.Packer` packs the block a tier at a time: the same block as
-    :func:`build_block` of both tiers)."""
+    :func:`build_block` of both tiers). A store with ``search_turns`` reads the turns a
+    search's fetches want with the search itself (:class:`~.recall_reads.RecallReads`):
+    one round trip a tier."""
     if ctx.budget is None:
         room = options.room(ctx.tokens * 4 or 4000)
     else:
@@ -478,19 +481,24 @@ async def recall_into(
     named = speaker_terms(terms, live) if options.speakers else set()
     first_search = (options.limit * (2 if months else 1),
                     max(1, need - bool(months) - bool(named)))  # (limit, min_matched)
-    found = await store.search(session_id, terms, limit=first_search[0], folded=True,
-                               min_matched=first_search[1], snippets=False)
+    reads = RecallReads(store, session_id)
+    near = max(1, options.neighbours)  # how far wanted_seqs reaches around a hit, the
+    # best (framed) ones further: they are the best found when no hit is left out or
+    # moved up (by a date or a speaker the query names; else the rest is fetched after)
+    reach = [(near + 1, near + options.frame_after)] * options.framed + [(near, near)]
+    found = await reads.search(terms, limit=first_search[0], min_matched=first_search[1],
+                               reach=reach)
     bonus: dict[int, int] = {}
     messages: dict[int, StoredMessage] = {}
     if named and found:
-        first = await store.fetch(session_id, [h.seq for h in found])
+        first = await reads.fetch([h.seq for h in found])
         messages = {m.seq: m for m in first if m.folded}
         bonus = speaker_bonus(messages.values(), named)
     hits = relevant(found, len(terms), options, live_from, months, bonus)
     if not hits:
         return ctx
     wanted = [s for s in wanted_seqs(hits, options, live_from) if s not in messages]
-    fetched = await store.fetch(session_id, wanted) if wanted else []
+    fetched = await reads.fetch(wanted) if wanted else []
     messages.update((m.seq, m) for m in fetched if m.folded)
     packer = Packer(messages, counter, room, options, summary_text)
     packer.add_spans(plan_spans(hits, messages, options))
@@ -502,12 +510,11 @@ async def recall_into(
         # the hits that pass the gate (all the store has) leave room: the best matches
         # of fewer of the query's terms take what is left (:func:`lesser_hits`)
         # (the same search as the first one, when that asked for any one term: its hits)
-        more = found if first_search == (options.limit, 1) else await store.search(
-            session_id, terms, limit=options.limit, folded=True, min_matched=1,
-            snippets=False)
+        more = found if first_search == (options.limit, 1) else await reads.search(
+            terms, limit=options.limit, min_matched=1, reach=[(1, 1)])  # (turn_seqs)
         lesser = lesser_hits(more, hits, live_from)
         if lesser:
-            await _add_lesser(store, session_id, packer, lesser, messages, live_from)
+            await _add_lesser(reads, packer, lesser, messages, live_from)
     block = packer.block()
     return ctx if block is None else with_block(ctx, block)
 
@@ -520,7 +527,7 @@ def _part_size(packer: Packer) -> int:
     return max(LESSER_PART, math.ceil(packer.free / max(1.0, 2 * line)) + 2)
 
 
-async def _add_lesser(store: Store, session_id: str, packer: Packer,
+async def _add_lesser(reads: RecallReads, packer: Packer,
                       lesser: Sequence[SearchHitLike], messages: dict[int, StoredMessage],
                       live_from: int | None) -> None:
     """The second tier into ``packer``'s room, best first, its turns fetched a part at a
@@ -541,6 +548,6 @@ async def _add_lesser(store: Store, session_id: str, packer: Packer,
             window = {p.seq + d for p in part for d in range(-reach, reach + 1)}
             near = [h for h in lesser if h.seq in window]
         wanted = [s for s in turn_seqs(near, live_from) if s not in messages]
-        fetched = await store.fetch(session_id, wanted) if wanted else []
+        fetched = await reads.fetch(wanted) if wanted else []
         messages.update((m.seq, m) for m in fetched if m.folded)
         packer.add_lesser(plan_spans(part, messages, options, others=seqs))

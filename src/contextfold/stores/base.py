@@ -48,7 +48,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from ..messages import Message, StoredMessage, check_sequence
 from ..policy import SessionStats, advance
 from ..tokens import TokenCounter, count_message
-from .search import SearchHit
+from .search import SearchHit, SearchTurns
 
 __all__ = [
     "AppendResult",
@@ -61,6 +61,8 @@ __all__ = [
     "PreparedMessage",
     "Retention",
     "SearchHit",
+    "SearchTurns",
+    "SearchesTurns",
     "Snapshot",
     "Store",
     "Summary",
@@ -496,6 +498,30 @@ class Store(Protocol):
 
     async def close(self) -> None:
         """Release connections; the store is unusable afterwards."""
+        ...
+
+
+@runtime_checkable
+class SearchesTurns(Protocol):
+    """A store that reads a search's hits and the turns around them together (optional:
+    a store without it is searched and then fetched from; see
+    :class:`contextfold.recall_reads.RecallReads`)."""
+
+    async def search_turns(
+        self,
+        session_id: str,
+        terms: Sequence[str],
+        *,
+        limit: int = 20,
+        folded: bool | None = None,
+        min_matched: int = 1,
+        reach: Sequence[tuple[int, int]] = ((1, 1),),
+    ) -> SearchTurns:
+        """:meth:`Store.search` (no snippets) and the stored messages within ``reach`` of
+        its hits — (seqs before, seqs after) the best hit, the second best, … (of equal
+        scores the older first), the last pair for every hit after those — as
+        :meth:`Store.fetch` returns them, from one snapshot (a bad ``reach``:
+        ``ValidationError``)."""
         ...
 
 

@@ -77,6 +77,7 @@ from .postgres_search import (
     search_messages,
 )
 from .postgres_snapshots import snapshot_from_rows, snapshots_from_rows
+from .postgres_turns import search_turns
 from .rows import (
     LEDGER_COLUMNS,
     LedgerTotals,
@@ -87,7 +88,7 @@ from .rows import (
     session_stats,
     version_from_row,
 )
-from .search import SearchHit, SearchRequest
+from .search import SearchHit, SearchRequest, SearchTurns, check_reach
 
 try:
     import psycopg
@@ -502,6 +503,18 @@ class PostgresStore:
             lambda conn: search_messages(conn, self._decoder, query, self._term_stats),
             single=True,
         )
+
+    async def search_turns(
+        self, session_id: str, terms: Sequence[str], *, limit: int = 20,
+        folded: bool | None = None, min_matched: int = 1,
+        reach: Sequence[tuple[int, int]] = ((1, 1),),
+    ) -> SearchTurns:
+        pairs = check_reach(reach)
+        req = SearchRequest.of(terms, limit, min_matched, False)
+        query = SearchQuery(self.search_config, session_id, req.terms, folded, limit, min_matched,
+                            False)
+        return await self._tx(lambda conn: search_turns(
+            conn, self._decoder, query, self._term_stats, pairs), single=True)
 
     async def summary(self, session_id: str) -> Summary | None:
         async def do(conn: Conn) -> Summary | None:

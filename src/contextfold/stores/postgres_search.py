@@ -23,7 +23,7 @@ import math
 import re
 import time
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
@@ -55,6 +55,7 @@ __all__ = [
     "SESSION_GIN",
     "SESSION_LEXEMES",
     "TERM_STATS",
+    "Ranked",
     "SearchQuery",
     "TermStats",
     "bm25_weights",
@@ -64,6 +65,9 @@ __all__ = [
     "index_existing",
     "index_lexemes_per_session",
     "index_per_session",
+    "matched_sql",
+    "query_cte",
+    "ranked_sql",
     "search_messages",
     "search_sql",
     "seq_ranges",
@@ -149,16 +153,33 @@ def search_sql(n_terms: int, folded: bool | None = None) -> str:
     whatever the parameters: every search plans alike, so a prepared statement settles on
     its generic plan after a few runs instead of planning each search again (planning
     took about as long as running a selective search)."""
+    return f"""
+WITH {query_cte(n_terms)}
+SELECT r.seq, r.body, r.tokens, r.score, r.through_seq, {matched_sql(n_terms)} AS matched
+FROM ({ranked_sql(n_terms, folded)}) r, q
+ORDER BY r.score DESC, r.seq DESC
+"""
+
+
+def query_cte(n_terms: int) -> str:
+    """The ``q`` row of :func:`search_sql`: the query's and each term's ``tsquery``."""
     terms = "".join(f", to_tsquery(%(cfg)s::regconfig, %(t{i})s) AS t{i}" for i in range(n_terms))
+    return f"q AS MATERIALIZED (SELECT to_tsquery(%(cfg)s::regconfig, %(q)s) AS q{terms})"
+
+
+def matched_sql(n_terms: int) -> str:
+    """How many of the terms row ``r`` of :func:`ranked_sql` holds."""
+    return " + ".join(f"(r.search @@ q.t{i})::int" for i in range(n_terms)) or "0"
+
+
+def ranked_sql(n_terms: int, folded: bool | None) -> str:
+    """The best ``%(limit)s`` matches of :func:`search_sql`, unordered: (seq, body, tokens,
+    search, score, through_seq)."""
     held = " + ".join(
         f"CASE WHEN m.search @@ q.t{i} THEN %(w{i})s::float8 ELSE 0::float8 END"
         for i in range(n_terms)
     )
-    count = " + ".join(f"(r.search @@ q.t{i})::int" for i in range(n_terms))
     return f"""
-WITH q AS MATERIALIZED (SELECT to_tsquery(%(cfg)s::regconfig, %(q)s) AS q{terms})
-SELECT r.seq, r.body, r.tokens, r.score, r.through_seq, {count or "0"} AS matched
-FROM (
     SELECT m.seq, m.body, m.tokens, m.search,
         ({held or "0"}) * {BM25_K1 + 1} / ({_length_norm()}) AS score,
         s.through_seq
@@ -168,8 +189,6 @@ FROM (
         {_FOLDED[None if folded is None else bool(folded)]}
     ORDER BY score DESC, m.seq DESC
     LIMIT %(limit)s
-) r, q
-ORDER BY r.score DESC, r.seq DESC
 """
 
 
@@ -442,12 +461,22 @@ class SearchQuery:
     snippets: bool = True
 
 
+#: Runs one search statement for some term groups: (conn, query, params, groups) → rows of
+#: :func:`search_sql`.
+Ranked = Callable[[Any, "SearchQuery", dict[str, Any], Sequence[tuple[str, ...]]],
+                  Awaitable[list[Any]]]
+
+
 async def search_messages(
-    conn: Any, decoder: MessageDecoder, query: SearchQuery, stats: TermStats | None = None
+    conn: Any, decoder: MessageDecoder, query: SearchQuery, stats: TermStats | None = None,
+    ranked: Ranked | None = None,
 ) -> list[SearchHit]:
     """Run :func:`search_sql` and describe its rows as hits (no terms, no hits); with
     ``stats``, the terms weighed by how many messages hold them, and the selective groups
-    searched first when some terms are broad (see :data:`~.search.BROAD_MESSAGES`)."""
+    searched first when some terms are broad (see :data:`~.search.BROAD_MESSAGES`).
+    ``ranked``: what runs a statement (:func:`search_sql`'s rows; default that statement,
+    :mod:`.postgres_turns` reads the turns around the hits with them)."""
+    run = ranked or _search_rows
     sid, terms = query.session_id, query.terms
     if not terms or "\x00" in sid:  # no session id with a NUL can be stored
         return []
@@ -461,13 +490,13 @@ async def search_messages(
         params[f"w{i}"] = weight
     broad = broad_terms(counts) if len(terms) > 1 else set()
     narrow = selective_search(groups, broad) if broad else None
-    rows = await _ranked(conn, query, params, narrow or groups)
+    rows = await run(conn, query, params, narrow or groups)
     if narrow is not None and len(rows) < query.limit:
         # every match is ranked: those of the groups the selective search left out join
         # the selective matches (a message's score does not depend on the groups)
         rest = [g for g in groups if g not in set(narrow)]
         found = {r[0]: r for r in rows}
-        found.update((r[0], r) for r in await _ranked(conn, query, params, rest))
+        found.update((r[0], r) for r in await run(conn, query, params, rest))
         rows = sorted(found.values(), key=lambda r: (r[3], r[0]), reverse=True)
         rows = rows[: query.limit]
     hits = []
@@ -481,7 +510,7 @@ async def search_messages(
     return hits
 
 
-async def _ranked(
+async def _search_rows(
     conn: Any, query: SearchQuery, params: dict[str, Any], groups: Sequence[tuple[str, ...]]
 ) -> list[Any]:
     """The rows of :func:`search_sql` for any of ``groups``."""

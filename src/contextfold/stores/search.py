@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 from itertools import combinations
@@ -45,13 +45,16 @@ __all__ = [
     "PREFIX_MIN",
     "SearchHit",
     "SearchRequest",
+    "SearchTurns",
     "broad_terms",
     "check_limit",
+    "check_reach",
     "clean_terms",
     "fold",
     "index_text",
     "make_hit",
     "matched_terms",
+    "reach_seqs",
     "selective_search",
     "snippet",
     "term_groups",
@@ -103,6 +106,39 @@ class SearchHit:
     snippet: str
     folded: bool
     matched: int
+
+
+@dataclass(frozen=True)
+class SearchTurns:
+    """A search's hits (best first) with stored messages around them, read in the same
+    statement (``search_turns`` of a store that has it, see :mod:`.postgres_turns`):
+    :meth:`get` finds every stored message of the seqs read (:meth:`covers`: at least those
+    within the ``reach`` the search was asked for) as ``fetch`` would have returned it
+    (None: not stored, or removed by ``delete`` retention)."""
+
+    hits: list[SearchHit]
+    covered: frozenset[int] = field(repr=False)
+    _get: Callable[[int], StoredMessage | None] = field(repr=False)
+
+    def covers(self, seq: int) -> bool:
+        """Whether ``seq`` was read (then :meth:`get` knows it)."""
+        return seq in self.covered
+
+    def get(self, seq: int) -> StoredMessage | None:
+        """The stored message ``seq`` (one :meth:`covers`), or None if none is stored."""
+        return self._get(seq)
+
+
+def reach_seqs(seqs: Iterable[int], reach: Sequence[tuple[int, int]]) -> set[int]:
+    """The seqs within ``reach`` of hits ``seqs`` (best first; of equal scores the older
+    first): (before, after) the best, the second best, …, the last pair for every hit
+    after those."""
+    last = len(reach) - 1
+    out: set[int] = set()
+    for i, seq in enumerate(seqs):
+        before, after = reach[min(i, last)]
+        out.update(range(max(1, seq - before), seq + after + 1))
+    return out
 
 
 _DIACRITICS = re.compile("[\u0300-\u036f]")  # combining accents of Latin/Greek/Cyrillic
@@ -244,6 +280,20 @@ def snippet(text: str, terms: Sequence[str]) -> str:
         cut = cut[:space] if space > len(cut) // 2 else cut
     cut = " ".join(cut.split())
     return ("…" if start > 0 else "") + cut + ("…" if end < len(text) else "")
+
+
+def check_reach(reach: Sequence[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """``search_turns``' ``reach``: one or more (before, after) pairs of ints >= 0 (else
+    ``ValidationError``), as a tuple."""
+    try:
+        pairs = tuple((before, after) for before, after in reach)
+    except (TypeError, ValueError):
+        pairs = ()
+    if not pairs or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0
+                            for pair in pairs for x in pair):
+        raise ValidationError(
+            f"search_turns reach must be (before, after) pairs of ints >= 0, got {reach!r:.80}")
+    return pairs
 
 
 def check_limit(limit: int) -> int:
