@@ -77,8 +77,10 @@ def test_search_turns_is_search_and_fetch(pg_url: str, broad: int,
         rng = random.Random(broad)
         await store.append("s", _talk(rng, 300), T0)
         await store.commit_fold(*_fold_commit(store, "s", 260))
-        async with (await store._get_pool()).connection() as conn:  # statistics: broad terms
+        async def analyze(conn: Any) -> None:  # statistics: broad terms
             await conn.execute(f"ANALYZE {store.schema}.messages")
+
+        await store._tx(analyze, single=True)
         # (300 messages: no term is broad at the shipped threshold, one statement a search)
         assert await _check(store, "s", rng, 150, exact=broad > 300) > 500
         await store.close()

@@ -1,8 +1,7 @@
 """PostgreSQL store: many processes on many machines share the sessions.
 
 psycopg 3 with an async pool; a step the synchronous ``Memory`` runs inline uses a
-synchronous pool instead (:mod:`.postgres_connections`), through the very same transaction
-code. Same schema concepts as SQLite (``sessions`` with running totals and the
+synchronous pool instead, through the very same transaction code (:mod:`.postgres_pools`). Same schema concepts as SQLite (``sessions`` with running totals and the
 ``through_seq`` cursor, ``messages``, ``ledger``) in a PostgreSQL schema of its own,
 migrated by :meth:`PostgresStore.setup` under an advisory lock so any number of
 processes may call it at once.
@@ -20,17 +19,15 @@ idle-in-transaction timeouts are set.
 
 from __future__ import annotations
 
-import asyncio
 import re
-import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import nullcontext
 from datetime import datetime
 from functools import partial
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
-from ..errors import ConfigError, ContextFoldError, StorageError
-from ..inline import inline, run_elsewhere
+from ..errors import ConfigError
+from ..inline import inline
 from ..messages import StoredMessage
 from ..policy import SessionStats
 from . import postgres_leases as lease_sql
@@ -91,17 +88,10 @@ from .rows import (
 from .search import SearchHit, SearchRequest, SearchTurns, check_reach
 
 try:
-    import psycopg
-    from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
+    import psycopg  # noqa: F401  (the extra: a clear error without it)
 
-    from .postgres_connections import (
-        InlineConn,
-        connect_error,
-        open_async_pool,
-        open_sync_pool,
-        redact_url,
-        session_settings,
-    )
+    from .postgres_connections import redact_url
+    from .postgres_pools import Conn, Pools
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ConfigError(
         'the PostgreSQL store needs psycopg 3: pip install "contextfold[postgres]"'
@@ -110,7 +100,6 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 __all__ = ["MIGRATIONS", "PostgresStore"]
 
 T = TypeVar("T")
-Conn = psycopg.AsyncConnection[tuple[Any, ...]]
 
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
@@ -152,16 +141,15 @@ class PostgresStore:
         self.search_config = check_config(search_config)
         self.pool_size = pool_size
         self.connect_timeout = connect_timeout
-        self._settings = {
-            "statement_timeout": int(statement_timeout * 1000),
-            "lock_timeout": int(lock_timeout * 1000),
-            "idle_in_transaction_session_timeout": int(idle_in_transaction_timeout * 1000),
-        }
-        self._pool: AsyncConnectionPool[Conn] | None = None
-        self._pool_lock: asyncio.Lock | None = None
-        self._sync_pool: ConnectionPool[psycopg.Connection[tuple[Any, ...]]] | None = None
-        self._sync_pool_lock = threading.Lock()
-        self._closed = False
+        self._pools = Pools(
+            url, schema, size=pool_size, connect_timeout=connect_timeout,
+            settings={
+                "statement_timeout": int(statement_timeout * 1000),
+                "lock_timeout": int(lock_timeout * 1000),
+                "idle_in_transaction_session_timeout": int(idle_in_transaction_timeout * 1000),
+            },
+            name=repr(self),
+        )
         self._decoder = MessageDecoder()
         self._term_stats = TermStats()
         self._live = LiveCache()
@@ -171,89 +159,6 @@ class PostgresStore:
 
     def __repr__(self) -> str:
         return f"PostgresStore({redact_url(self.url)!r}, schema={self.schema!r})"
-
-    # -- plumbing --------------------------------------------------------------------------
-
-    async def _configure(self, conn: Conn) -> None:
-        for statement in session_settings(self._settings, self.schema):
-            await conn.execute(statement)
-
-    def _configure_sync(self, conn: psycopg.Connection[tuple[Any, ...]]) -> None:
-        for statement in session_settings(self._settings, self.schema):
-            conn.execute(statement)
-
-    def _get_sync_pool(self) -> ConnectionPool[psycopg.Connection[tuple[Any, ...]]]:
-        """The synchronous pool of a step run inline (the sync ``Memory``), opened on
-        first use; same settings as the async pool."""
-        if self._closed:
-            raise StorageError(f"{self!r} is closed")
-        with self._sync_pool_lock:
-            if self._sync_pool is None:
-                try:
-                    self._sync_pool = open_sync_pool(
-                        self.url,
-                        size=self.pool_size,
-                        timeout=self.connect_timeout,
-                        configure=self._configure_sync,
-                        name=f"contextfold-{self.schema}-sync",
-                    )
-                except (psycopg.Error, PoolTimeout) as exc:
-                    raise connect_error(self.url, exc) from exc
-            return self._sync_pool
-
-    async def _get_pool(self) -> AsyncConnectionPool[Conn]:
-        if self._closed:
-            raise StorageError(f"{self!r} is closed")
-        if self._pool is None:
-            if self._pool_lock is None:
-                self._pool_lock = asyncio.Lock()
-            async with self._pool_lock:
-                if self._pool is None:
-                    try:
-                        self._pool = await open_async_pool(
-                            self.url,
-                            size=self.pool_size,
-                            timeout=self.connect_timeout,
-                            configure=self._configure,
-                            name=f"contextfold-{self.schema}",
-                        )
-                    except (psycopg.Error, PoolTimeout) as exc:
-                        raise connect_error(self.url, exc) from exc
-        return self._pool
-
-    async def _tx(self, fn: Callable[[Conn], Awaitable[T]], *, single: bool = False) -> T:
-        """Run ``fn`` in one transaction; roll back on any error; translate driver errors.
-
-        ``single``: ``fn`` runs exactly one statement, which autocommit already makes a
-        transaction of its own — saves the BEGIN and COMMIT round trips.
-        """
-        if inline():  # the sync front: the same ``fn`` on a synchronous connection
-            return await self._tx_inline(fn, single)
-        pool = await self._get_pool()
-        try:
-            async with pool.connection() as conn:
-                if single:
-                    return await fn(conn)
-                async with conn.transaction():
-                    return await fn(conn)
-        except ContextFoldError:
-            raise
-        except (psycopg.Error, PoolTimeout) as exc:
-            raise StorageError(f"PostgreSQL error on {self!r}: {exc}") from exc
-
-    async def _tx_inline(self, fn: Callable[[Conn], Awaitable[T]], single: bool) -> T:
-        pool = self._get_sync_pool()
-        try:
-            with pool.connection() as sync_conn:
-                conn = cast(Conn, InlineConn(sync_conn))
-                if single:
-                    return await fn(conn)
-                with sync_conn.transaction():
-                    return await fn(conn)
-        except ContextFoldError:
-            raise
-        except (psycopg.Error, PoolTimeout) as exc:
-            raise StorageError(f"PostgreSQL error on {self!r}: {exc}") from exc
 
     # -- schema ----------------------------------------------------------------------------
 
@@ -584,15 +489,12 @@ class PostgresStore:
 
         return await self._tx(do, single=True)
 
+    async def _tx(self, fn: Callable[[Conn], Awaitable[T]], *, single: bool = False) -> T:
+        """Run ``fn`` in one transaction (:meth:`.Pools.transaction`)."""
+        return await self._pools.transaction(fn, single=single)
+
     async def close(self) -> None:
-        self._closed = True
-        pool, self._pool = self._pool, None
-        with self._sync_pool_lock:
-            sync_pool, self._sync_pool = self._sync_pool, None
-        if sync_pool is not None:
-            sync_pool.close()
-        if pool is not None:  # opened on a loop: closed there (inline: the loop thread)
-            await run_elsewhere(pool.close())
+        await self._pools.close()
 
 
 async def _fetchall(conn: Conn, *, query: str, params: Sequence[Any]) -> list[Any]:
