@@ -77,7 +77,7 @@ def test_sync_front_matches_async_front_without_thread_hops(
         if isinstance(sync_store, SQLiteStore):
             assert not sync_store._executor._threads
         if kind == "postgres":
-            assert sync_store._pool is None  # type: ignore[attr-defined]
+            assert sync_store._pools._pool is None  # type: ignore[attr-defined]
     new_threads = {t.name for t in threading.enumerate() if t.ident not in threads_before}
     assert not {n for n in new_threads if "contextfold" in n and "pool" not in n}
 
