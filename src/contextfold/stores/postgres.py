@@ -1,7 +1,8 @@
 """PostgreSQL store: many processes on many machines share the sessions.
 
 psycopg 3 with an async pool; a step the synchronous ``Memory`` runs inline uses a
-synchronous pool instead, through the very same transaction code (:mod:`.postgres_pools`). Same schema concepts as SQLite (``sessions`` with running totals and the
+synchronous pool instead, through the very same transaction code (:mod:`.postgres_pools`).
+Same schema concepts as SQLite (``sessions`` with running totals and the
 ``through_seq`` cursor, ``messages``, ``ledger``) in a PostgreSQL schema of its own,
 migrated by :meth:`PostgresStore.setup` under an advisory lock so any number of
 processes may call it at once.
